@@ -1,0 +1,134 @@
+// Enforces each backend's max_inflight: a request takes a slot or waits in one bounded, time-limited queue.
+import { GatewayError } from "../core/errors.js";
+
+export interface SlotHolder {
+  readonly id: string;
+  maxInflight: number;
+  inflight: number;
+}
+
+export interface QueueSettings {
+  /** Waiting requests across all backends; 0 means no waiting at all. */
+  maxQueueSize: number;
+  queueTimeoutMs: number;
+}
+
+interface Waiter {
+  resolve: () => void;
+  reject: (err: Error) => void;
+  timer: NodeJS.Timeout;
+  onAbort: () => void;
+  signal: AbortSignal | undefined;
+}
+
+/** Rejects queued requests whose backend went down, so they fail over instead of waiting it out. */
+export class SlotUnavailableError extends Error {
+  override name = "SlotUnavailableError";
+}
+
+export class BackendSlots {
+  private readonly queues = new Map<string, Waiter[]>();
+  private waiting = 0;
+
+  constructor(private settings: QueueSettings) {}
+
+  get depth(): number {
+    return this.waiting;
+  }
+
+  configure(settings: QueueSettings): void {
+    this.settings = settings;
+  }
+
+  /**
+   * Takes a slot on `backend`: at once (returns undefined) when one is free and nobody waits, else a promise
+   * that resolves in FIFO order. Rejects with 503 queue_full / queue_timeout, SlotUnavailableError when the
+   * backend goes down, or the signal's reason when the client goes away.
+   */
+  acquire(backend: SlotHolder, signal?: AbortSignal): Promise<void> | undefined {
+    const queue = this.queues.get(backend.id);
+    if (backend.inflight < backend.maxInflight && (queue === undefined || queue.length === 0)) {
+      backend.inflight++;
+      return undefined; // the common case: no promise, no allocation
+    }
+    if (this.waiting >= this.settings.maxQueueSize) {
+      return Promise.reject(
+        new GatewayError("queue_full", `backend ${backend.id} is at max_inflight and the queue is full`, {
+          retryAfterSeconds: 1,
+        }),
+      );
+    }
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        signal,
+        timer: setTimeout(() => {
+          this.remove(backend.id, waiter);
+          reject(
+            new GatewayError(
+              "queue_timeout",
+              `waited ${this.settings.queueTimeoutMs} ms for a slot on ${backend.id}`,
+              {
+                retryAfterSeconds: Math.ceil(this.settings.queueTimeoutMs / 1000),
+              },
+            ),
+          );
+        }, this.settings.queueTimeoutMs),
+        onAbort: () => {
+          this.remove(backend.id, waiter);
+          clearTimeout(waiter.timer);
+          reject(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
+        },
+      };
+      signal?.addEventListener("abort", waiter.onAbort, { once: true });
+      let list = this.queues.get(backend.id);
+      if (list === undefined) {
+        list = [];
+        this.queues.set(backend.id, list);
+      }
+      list.push(waiter);
+      this.waiting++;
+    });
+  }
+
+  /** Returns a slot: handed straight to the next waiter of that backend, if any. */
+  release(backend: SlotHolder): void {
+    const queue = this.queues.get(backend.id);
+    const next = queue?.shift();
+    if (next === undefined || backend.inflight > backend.maxInflight) {
+      if (next !== undefined) queue!.unshift(next);
+      backend.inflight--;
+      return;
+    }
+    this.waiting--;
+    this.settle(next);
+    next.resolve();
+  }
+
+  /** The backend went down or was removed: its waiters fail over elsewhere. */
+  rejectWaiters(backendId: string, reason: string): void {
+    const queue = this.queues.get(backendId);
+    if (queue === undefined) return;
+    this.queues.delete(backendId);
+    for (const waiter of queue) {
+      this.waiting--;
+      this.settle(waiter);
+      waiter.reject(new SlotUnavailableError(reason));
+    }
+  }
+
+  private remove(backendId: string, waiter: Waiter): void {
+    const queue = this.queues.get(backendId);
+    const at = queue?.indexOf(waiter) ?? -1;
+    if (at < 0) return;
+    queue!.splice(at, 1);
+    this.waiting--;
+    waiter.signal?.removeEventListener("abort", waiter.onAbort);
+  }
+
+  private settle(waiter: Waiter): void {
+    clearTimeout(waiter.timer);
+    waiter.signal?.removeEventListener("abort", waiter.onAbort);
+  }
+}

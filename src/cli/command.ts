@@ -1,0 +1,16 @@
+// The shape of one `agent-serve` subcommand: the top-level cli only dispatches to these.
+
+export interface Command {
+  name: string;
+  /** One line for `agent-serve --help`. */
+  summary: string;
+  /** Full usage text for `agent-serve NAME --help`: every flag documented. */
+  help: string;
+  /** Runs the command; resolves to the process exit code. */
+  run(argv: string[]): Promise<number>;
+}
+
+/** Thrown for bad command-line usage: the cli prints the message and the command's help, exit 2. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}

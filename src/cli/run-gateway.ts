@@ -1,0 +1,50 @@
+// Runs a gateway in the foreground until SIGINT/SIGTERM (graceful stop) with SIGHUP reloading the config.
+import { pino, type Logger } from "pino";
+import { loadConfigFile } from "../config/load.js";
+import type { GatewayConfig } from "../config/schema.js";
+import { Gateway } from "../gateway/gateway.js";
+
+export function makeLogger(level: string): Logger {
+  return pino({ name: "agent-serve", level });
+}
+
+/** Resolves with the exit code once the gateway has stopped; `beforeExit` runs after the gateway closed. */
+export async function runGatewayUntilSignal(
+  config: GatewayConfig,
+  configPath: string,
+  logger: Logger,
+  beforeExit: () => Promise<void> = async () => undefined,
+): Promise<number> {
+  const gateway = await Gateway.start(config, { logger, loadConfig: () => loadConfigFile(configPath) });
+  logger.info(
+    { url: gateway.url, backends: config.backends.map((b) => `${b.id}@${b.base_url}`) },
+    `agent-serve gateway listening on ${config.server.host}:${gateway.port}`,
+  );
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals): void => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, "stopping: draining in-flight requests");
+      void gateway
+        .close()
+        .then(beforeExit)
+        .then(
+          () => resolve(0),
+          (err: unknown) => {
+            logger.error({ err }, "error while stopping");
+            resolve(1);
+          },
+        )
+        .finally(() => {
+          process.off("SIGINT", stop);
+          process.off("SIGTERM", stop);
+          process.off("SIGHUP", reload);
+        });
+    };
+    const reload = (): void => void gateway.reloadOrReport();
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+    process.on("SIGHUP", reload);
+  });
+}

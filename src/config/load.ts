@@ -1,0 +1,105 @@
+// Reads, validates and resolves the gateway config: YAML file + environment overrides -> GatewayConfig.
+import { readFile } from "node:fs/promises";
+import { parse as parseYaml, YAMLParseError } from "yaml";
+import type { z } from "zod";
+import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
+
+/** A config that cannot be used; `problems` are one line each, every one naming the field's path. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  constructor(
+    readonly source: string,
+    readonly problems: readonly string[],
+  ) {
+    super(`invalid config ${source}:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+  }
+}
+
+/** `["backends", 2, "base_url"]` -> `backends[2].base_url`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) {
+    if (typeof part === "number") out += `[${part}]`;
+    else out += out === "" ? String(part) : `.${String(part)}`;
+  }
+  return out === "" ? "(top level)" : out;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === "unrecognized_keys") {
+    const where = issue.path.length > 0 ? `${formatPath(issue.path)}.` : "";
+    return issue.keys.map((key) => `${where}${key}: unknown key`).join("\n");
+  }
+  return `${formatPath(issue.path)}: ${issue.message}`;
+}
+
+export interface EnvOverrides {
+  AGENT_SERVE_PORT?: string | undefined;
+  AGENT_SERVE_ADMIN_TOKEN?: string | undefined;
+}
+
+/** Validates an already-parsed document (YAML or JSON) and applies environment overrides. */
+export function parseConfig(document: unknown, source: string, env: EnvOverrides = {}): GatewayConfig {
+  const merged = applyEnv(document, source, env);
+  const result = gatewayConfigSchema.safeParse(merged);
+  if (!result.success) {
+    const problems = result.error.issues.flatMap((issue) => describeIssue(issue).split("\n"));
+    throw new ConfigError(source, problems);
+  }
+  return result.data;
+}
+
+function applyEnv(document: unknown, source: string, env: EnvOverrides): unknown {
+  if (document === null || typeof document !== "object" || Array.isArray(document)) return document;
+  const doc = document as Record<string, unknown>;
+  const rawServer = doc["server"];
+  if (
+    rawServer !== undefined &&
+    (rawServer === null || typeof rawServer !== "object" || Array.isArray(rawServer))
+  )
+    return document; // the schema reports the bad `server` value itself
+  const server: Record<string, unknown> = { ...(rawServer as Record<string, unknown> | undefined) };
+  if (env.AGENT_SERVE_PORT !== undefined && env.AGENT_SERVE_PORT !== "") {
+    const port = Number(env.AGENT_SERVE_PORT);
+    if (!/^\d+$/.test(env.AGENT_SERVE_PORT) || port > 65535) {
+      throw new ConfigError(source, [
+        `AGENT_SERVE_PORT: must be a TCP port (0-65535), got '${env.AGENT_SERVE_PORT}'`,
+      ]);
+    }
+    server["port"] = port;
+  }
+  if (env.AGENT_SERVE_ADMIN_TOKEN !== undefined && env.AGENT_SERVE_ADMIN_TOKEN !== "") {
+    server["admin_token"] = env.AGENT_SERVE_ADMIN_TOKEN;
+  }
+  return { ...doc, server };
+}
+
+/** Parses YAML text; syntax errors become a ConfigError with line and column. */
+export function parseConfigText(text: string, source: string, env: EnvOverrides = {}): GatewayConfig {
+  let document: unknown;
+  try {
+    document = parseYaml(text, { prettyErrors: true, uniqueKeys: true });
+  } catch (err) {
+    if (err instanceof YAMLParseError) {
+      const [line, col] = [err.linePos?.[0].line, err.linePos?.[0].col];
+      throw new ConfigError(source, [
+        `YAML syntax error at line ${line ?? "?"}, column ${col ?? "?"}: ${err.code}`,
+      ]);
+    }
+    throw err;
+  }
+  if (document === null || document === undefined)
+    throw new ConfigError(source, ["(top level): the file is empty"]);
+  return parseConfig(document, source, env);
+}
+
+export async function loadConfigFile(path: string, env: EnvOverrides = process.env): Promise<GatewayConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    const reason = err instanceof Error && "code" in err ? String(err.code) : String(err);
+    throw new ConfigError(path, [`cannot read the file (${reason})`]);
+  }
+  return parseConfigText(text, path, env);
+}

@@ -1,0 +1,159 @@
+// The gateway's configuration schema: the only source of config types, defaults and validation messages.
+import { z } from "zod";
+
+const positiveInt = (what: string) =>
+  z
+    .number({ error: `must be ${what}` })
+    .int({ error: `must be ${what}` })
+    .positive({ error: `must be ${what}` });
+const nonNegativeNumber = (what: string) =>
+  z.number({ error: `must be ${what}` }).nonnegative({ error: `must be ${what}` });
+const positiveNumber = (what: string) =>
+  z.number({ error: `must be ${what}` }).positive({ error: `must be ${what}` });
+
+const idPattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const identifier = (what: string) =>
+  z.string({ error: `must be ${what}` }).regex(idPattern, {
+    error: `must be ${what}: 1-64 of letters, digits, '.', '_' or '-', starting with a letter or digit`,
+  });
+
+const httpUrl = z.string({ error: "must be an http(s) URL" }).refine(
+  (value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === "http:" || url.protocol === "https:") && url.search === "" && url.hash === "";
+    } catch {
+      return false;
+    }
+  },
+  { error: "must be an http(s) URL without query or fragment" },
+);
+
+/** How `agent-serve start` runs a simulated engine in place of this backend (demo and studies only). */
+const simulateSchema = z.strictObject({
+  profile: z.string({ error: "must be a simulator profile name" }).default("qwen2.5-7b"),
+  time_scale: positiveNumber("a positive number").default(1),
+  seed: z.number({ error: "must be an integer" }).int({ error: "must be an integer" }).optional(),
+});
+
+const backendSchema = z.strictObject({
+  id: identifier("a backend id"),
+  tier: identifier("a tier name"),
+  base_url: httpUrl,
+  model: z.string({ error: "must be the model id the engine serves" }).min(1, { error: "must not be empty" }),
+  max_inflight: positiveInt("a positive integer").default(64),
+  /** Weighted rendezvous share: a backend of weight 2 takes about twice the new sessions of weight 1. */
+  weight: positiveNumber("a positive number").default(1),
+  /** Informational only, as in the original (shown by the admin API). */
+  gpu: z.string({ error: "must be a string" }).optional(),
+  simulate: simulateSchema.optional(),
+});
+
+const serverSchema = z.strictObject({
+  host: z.string({ error: "must be a host name or address" }).min(1).default("0.0.0.0"),
+  port: z
+    .number({ error: "must be a TCP port (0-65535)" })
+    .int({ error: "must be a TCP port (0-65535)" })
+    .min(0, { error: "must be a TCP port (0-65535)" })
+    .max(65535, { error: "must be a TCP port (0-65535)" })
+    .default(8000),
+  /** Bearer token for /admin; AGENT_SERVE_ADMIN_TOKEN overrides it. Admin is disabled when neither is set. */
+  admin_token: z
+    .string({ error: "must be a string" })
+    .min(16, { error: "must be at least 16 characters" })
+    .optional(),
+  max_body_bytes: positiveInt("a positive integer").default(8 * 1024 * 1024),
+  /** How long Ctrl-C / SIGTERM waits for in-flight requests before closing them. */
+  shutdown_grace_seconds: nonNegativeNumber("a non-negative number").default(10),
+});
+
+const admissionSchema = z.strictObject({
+  default_token_budget: positiveInt("a positive integer").default(100_000),
+  budget_window_seconds: positiveNumber("a positive number").default(3600),
+  max_queue_size: z
+    .number({ error: "must be a non-negative integer" })
+    .int({ error: "must be a non-negative integer" })
+    .nonnegative({ error: "must be a non-negative integer" })
+    .default(256),
+  queue_timeout_seconds: positiveNumber("a positive number").default(30),
+});
+
+const routingSchema = z.strictObject({
+  /** Combined prompt length (characters) at or above which `auto` picks the big tier. */
+  prompt_length_threshold: positiveInt("a positive integer").default(2000),
+  classifier_cache_ttl_seconds: nonNegativeNumber("a non-negative number").default(300),
+  tool_followup_stays_same_tier: z.boolean({ error: "must be true or false" }).default(true),
+  /** Tier `auto` picks for ordinary prompts; unset: "small" if such a tier exists, else the first tier listed. */
+  default_tier: identifier("a tier name").optional(),
+  /** Tier `auto` picks for long prompts; unset: "big" if such a tier exists, else no long-prompt rule. */
+  long_prompt_tier: identifier("a tier name").optional(),
+});
+
+const affinitySchema = z.strictObject({
+  /** How long a binding lives without activity; 0 disables affinity for real (no bindings, no HRW). */
+  sticky_ttl_seconds: nonNegativeNumber("a non-negative number").default(1800),
+  /** false: sessions that moved during an outage stay where their cache is now warm. */
+  rebalance_on_backend_recovery: z.boolean({ error: "must be true or false" }).default(false),
+  max_bindings: positiveInt("a positive integer").default(1_000_000),
+});
+
+const healthSchema = z.strictObject({
+  probe_interval_seconds: positiveNumber("a positive number").default(10),
+  failures_to_mark_down: positiveInt("a positive integer").default(3),
+  successes_to_mark_up: positiveInt("a positive integer").default(2),
+  probe_timeout_seconds: positiveNumber("a positive number").default(5),
+});
+
+const upstreamSchema = z.strictObject({
+  connect_timeout_seconds: positiveNumber("a positive number").default(2),
+  /** Time to the engine's response headers; a hanging engine is abandoned (and retried elsewhere) after it. */
+  first_byte_timeout_seconds: positiveNumber("a positive number").default(300),
+  /** Whole-request deadline, queueing and retries included. */
+  request_timeout_seconds: positiveNumber("a positive number").default(600),
+  /** Attempts per request, the first included: failover walks the session's rendezvous ranking. */
+  max_attempts: positiveInt("a positive integer").default(3),
+  keep_alive_connections: positiveInt("a positive integer").default(128),
+});
+
+export const gatewayConfigSchema = z
+  .strictObject({
+    server: serverSchema.prefault({}),
+    backends: z.array(backendSchema, { error: "must be a list of backends" }).min(1, {
+      error: "must list at least one backend",
+    }),
+    admission: admissionSchema.prefault({}),
+    routing: routingSchema.prefault({}),
+    affinity: affinitySchema.prefault({}),
+    health: healthSchema.prefault({}),
+    upstream: upstreamSchema.prefault({}),
+  })
+  .superRefine((config, ctx) => {
+    const seen = new Map<string, number>();
+    config.backends.forEach((backend, index) => {
+      const first = seen.get(backend.id);
+      if (first !== undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["backends", index, "id"],
+          message: `duplicate backend id '${backend.id}' (also backends[${first}])`,
+        });
+      } else {
+        seen.set(backend.id, index);
+      }
+    });
+    const tiers = new Set(config.backends.map((b) => b.tier));
+    for (const key of ["default_tier", "long_prompt_tier"] as const) {
+      const tier = config.routing[key];
+      if (tier !== undefined && !tiers.has(tier)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["routing", key],
+          message: `names tier '${tier}', which no backend has (tiers: ${[...tiers].join(", ")})`,
+        });
+      }
+    }
+  });
+
+export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
+export type BackendConfig = GatewayConfig["backends"][number];
+export type SimulateConfig = NonNullable<BackendConfig["simulate"]>;

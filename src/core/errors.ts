@@ -1,0 +1,75 @@
+// The gateway's one error type: stable codes, each mapped to an HTTP status and OpenAI error type here only.
+
+const CODES = {
+  invalid_json: { status: 400, type: "invalid_request_error" },
+  invalid_request: { status: 400, type: "invalid_request_error" },
+  invalid_header: { status: 400, type: "invalid_request_error" },
+  unauthorized: { status: 401, type: "authentication_error" },
+  forbidden: { status: 403, type: "permission_error" },
+  not_found: { status: 404, type: "not_found_error" },
+  model_not_found: { status: 404, type: "not_found_error" },
+  tier_not_found: { status: 404, type: "not_found_error" },
+  session_not_found: { status: 404, type: "not_found_error" },
+  backend_not_found: { status: 404, type: "not_found_error" },
+  method_not_allowed: { status: 405, type: "invalid_request_error" },
+  body_too_large: { status: 413, type: "invalid_request_error" },
+  unsupported_media_type: { status: 415, type: "invalid_request_error" },
+  budget_exceeded: { status: 429, type: "rate_limit_error" },
+  no_healthy_backend: { status: 503, type: "service_unavailable_error" },
+  queue_full: { status: 503, type: "service_unavailable_error" },
+  queue_timeout: { status: 503, type: "service_unavailable_error" },
+  shutting_down: { status: 503, type: "service_unavailable_error" },
+  upstream_error: { status: 502, type: "upstream_error" },
+  upstream_timeout: { status: 504, type: "upstream_error" },
+  internal_error: { status: 500, type: "internal_error" },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type ErrorCode = keyof typeof CODES;
+
+export interface GatewayErrorOptions {
+  /** The request field at fault, as OpenAI's `param`. */
+  param?: string;
+  /** Sets `Retry-After` (whole seconds, rounded up). */
+  retryAfterSeconds?: number;
+  /** Overrides the code's status: relaying an engine's own 4xx keeps the engine's status. */
+  status?: number;
+  cause?: unknown;
+}
+
+export class GatewayError extends Error {
+  override name = "GatewayError";
+  readonly status: number;
+  readonly type: string;
+  readonly param: string | null;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options: GatewayErrorOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.status = options.status ?? CODES[code].status;
+    this.type = CODES[code].type;
+    this.param = options.param ?? null;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+
+  /** The OpenAI error envelope. */
+  toJSON(): { error: { message: string; type: string; param: string | null; code: string } } {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+
+  /** Response headers the error carries besides the body. */
+  headers(): Record<string, string> {
+    return this.retryAfterSeconds === undefined
+      ? {}
+      : { "retry-after": String(Math.max(1, Math.ceil(this.retryAfterSeconds))) };
+  }
+}
+
+/** Anything thrown becomes a GatewayError; unknown errors are a 500 that never leaks internals. */
+export function toGatewayError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  return new GatewayError("internal_error", "internal gateway error", { cause: err });
+}

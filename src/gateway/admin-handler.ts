@@ -1,0 +1,115 @@
+// /admin: backends and their state, one session's binding, drain/undrain, reload; bearer token required.
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { GatewayError } from "../core/errors.js";
+import type { GatewayRuntime } from "./runtime.js";
+import { writeJson } from "./write-json.js";
+
+export interface AdminActions {
+  /** Re-reads and applies the config file; resolves to a short summary or rejects with the problems. */
+  reload(): Promise<{ changed: string[] }>;
+}
+
+function digest(text: string): Buffer {
+  return createHash("sha256").update(text).digest();
+}
+
+/** Constant-time: the comparison takes as long whatever prefix of the token a caller guessed. */
+function tokenMatches(presented: string, expected: string): boolean {
+  return timingSafeEqual(digest(presented), digest(expected));
+}
+
+function authorize(req: IncomingMessage, token: string | undefined): void {
+  if (token === undefined) {
+    throw new GatewayError(
+      "forbidden",
+      "the admin API is disabled: set server.admin_token or AGENT_SERVE_ADMIN_TOKEN",
+    );
+  }
+  const header = req.headers.authorization;
+  const presented = header?.startsWith("Bearer ") ? header.slice(7) : undefined;
+  if (presented === undefined)
+    throw new GatewayError("unauthorized", "admin API needs 'Authorization: Bearer <token>'");
+  if (!tokenMatches(presented, token)) throw new GatewayError("forbidden", "wrong admin token");
+}
+
+export async function handleAdmin(
+  rt: GatewayRuntime,
+  actions: AdminActions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+): Promise<void> {
+  authorize(req, rt.settings.adminToken);
+  const parts = path
+    .split("/")
+    .filter((p) => p !== "")
+    .map(decodeURIComponent); // ["admin", ...]
+  const method = req.method ?? "GET";
+
+  if (parts.length === 2 && parts[1] === "backends") {
+    requireMethod(method, "GET");
+    return writeJson(res, 200, { backends: [...rt.registry.all()].map((b) => describeBackend(rt, b.id)) });
+  }
+  if (parts.length === 3 && parts[1] === "backends") {
+    requireMethod(method, "GET");
+    return writeJson(res, 200, describeBackend(rt, parts[2]!));
+  }
+  if (parts.length === 4 && parts[1] === "backends" && (parts[3] === "drain" || parts[3] === "undrain")) {
+    requireMethod(method, "POST");
+    const backend = rt.registry.get(parts[2]!);
+    if (backend === undefined) throw new GatewayError("backend_not_found", `no backend '${parts[2]}'`);
+    backend.drained = parts[3] === "drain";
+    rt.logger.info({ backend: backend.id, drained: backend.drained }, "backend drain state changed");
+    return writeJson(res, 200, describeBackend(rt, backend.id));
+  }
+  if (parts.length === 3 && parts[1] === "sessions") {
+    requireMethod(method, "GET");
+    const sessionId = parts[2]!;
+    const bound = rt.scheduler.boundBackend(sessionId);
+    if (bound === undefined)
+      throw new GatewayError("session_not_found", `session '${sessionId}' has no live binding`);
+    const tier = rt.registry.get(bound)?.tier;
+    return writeJson(res, 200, {
+      session_id: sessionId,
+      backend_id: bound,
+      tier: tier ?? null,
+      ranking:
+        tier === undefined ? [] : rt.scheduler.ranking(sessionId, rt.registry.tier(tier)).map((b) => b.id),
+    });
+  }
+  if (parts.length === 2 && parts[1] === "reload") {
+    requireMethod(method, "POST");
+    try {
+      return writeJson(res, 200, { reloaded: true, ...(await actions.reload()) });
+    } catch (err) {
+      throw new GatewayError("invalid_request", err instanceof Error ? err.message : String(err));
+    }
+  }
+  throw new GatewayError("not_found", `no admin resource ${path}`);
+}
+
+function requireMethod(actual: string, expected: string): void {
+  if (actual !== expected)
+    throw new GatewayError("method_not_allowed", `use ${expected} for this admin resource`);
+}
+
+function describeBackend(rt: GatewayRuntime, id: string): Record<string, unknown> {
+  const backend = rt.registry.get(id);
+  if (backend === undefined) throw new GatewayError("backend_not_found", `no backend '${id}'`);
+  return {
+    id: backend.id,
+    tier: backend.tier,
+    base_url: backend.baseUrl,
+    model: backend.model,
+    gpu: backend.gpu ?? null,
+    state: backend.state,
+    health: backend.health.health,
+    failure_streak: backend.health.failureStreak,
+    drained: backend.drained,
+    inflight: backend.inflight,
+    max_inflight: backend.maxInflight,
+    weight: backend.weight,
+    bindings: rt.scheduler.bindingsOf(backend.id),
+  };
+}

@@ -1,0 +1,152 @@
+// POST /v1/chat/completions and /v1/completions: route to a tier, pick a backend, proxy, fail over.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { SlotUnavailableError } from "../admission/backend-slots.js";
+import type { Backend } from "../backends/backend.js";
+import { GatewayError } from "../core/errors.js";
+import { chooseTier } from "../routing/tier-router.js";
+import { runAttempt } from "./attempt.js";
+import { parseClientHeaders } from "./client-headers.js";
+import { parseCompletionRequest, type CompletionRequest, type Endpoint } from "./completion-request.js";
+import { readBody } from "./read-body.js";
+import type { RequestContext } from "./request-context.js";
+import type { GatewayRuntime } from "./runtime.js";
+import { AttemptFailure } from "./upstream-failure.js";
+
+const PATHS: Record<Endpoint, string> = { chat: "/v1/chat/completions", completions: "/v1/completions" };
+
+export async function handleCompletion(
+  rt: GatewayRuntime,
+  endpoint: Endpoint,
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RequestContext,
+  signal: AbortSignal,
+): Promise<void> {
+  const client = parseClientHeaders(req.headers);
+  ctx.sessionId = client.sessionId;
+  ctx.agentId = client.agentId;
+  const raw = await readBody(req, rt.settings.maxBodyBytes);
+  const request = parseCompletionRequest(raw, endpoint);
+
+  const { registry, scheduler } = rt;
+  const sessionTier = (): string | undefined => {
+    if (client.sessionId === undefined) return undefined;
+    const bound = scheduler.boundBackend(client.sessionId);
+    return bound === undefined ? undefined : registry.get(bound)?.tier;
+  };
+  const decision = chooseTier(
+    {
+      hint: client.tierHint,
+      model: request.model,
+      promptChars: request.promptChars,
+      toolFollowup: request.toolFollowup,
+      sessionTier: request.toolFollowup ? sessionTier() : undefined,
+    },
+    registry,
+    rt.settings.tiers,
+  );
+  const tier = decision.tier;
+  ctx.tier = tier;
+
+  const bodies = new UpstreamBodies(raw, request);
+  const exclude = new Set<string>();
+  let lastFailure: AttemptFailure | undefined;
+  while (ctx.attempts < rt.settings.maxAttempts) {
+    const selection = scheduler.selectBackend(client.sessionId, tier, registry.tier(tier), exclude);
+    if (selection === undefined) break;
+    const { backend } = selection;
+    ctx.attempts++;
+    ctx.backend = backend.id;
+    ctx.reason = selection.reason;
+    ctx.affinityHit = selection.affinityHit;
+    rt.metrics.selection(tier, selection.reason);
+    if (ctx.attempts > 1) rt.metrics.retry(tier);
+
+    const waitStartedMs = rt.clock.nowMs();
+    try {
+      const pending = rt.slots.acquire(backend, signal);
+      if (pending !== undefined) await pending;
+    } catch (err) {
+      if (err instanceof SlotUnavailableError) {
+        lastFailure = new AttemptFailure("upstream_error", `backend ${backend.id}: ${err.message}`, false);
+        exclude.add(backend.id);
+        continue;
+      }
+      throw err;
+    } finally {
+      ctx.queueWaitMs += rt.clock.nowMs() - waitStartedMs;
+    }
+
+    let committed = false;
+    try {
+      const result = await runAttempt(
+        rt,
+        {
+          backend,
+          path: PATHS[endpoint],
+          body: bodies.forModel(backend.model),
+          stream: request.stream,
+          meta: {
+            session_id: client.sessionId ?? null,
+            tier,
+            backend_id: backend.id,
+            affinity_hit: selection.affinityHit,
+            reason: selection.reason,
+            queue_wait_ms: Math.round(ctx.queueWaitMs),
+            attempts: ctx.attempts,
+          },
+          headers: { "x-request-id": ctx.requestId },
+          signal,
+          onCommit: () => {
+            committed = true;
+          },
+        },
+        res,
+      );
+      ctx.status = result.status;
+      ctx.streamError = result.streamError;
+      if (result.status < 500 && result.streamError === undefined)
+        registry.recordOutcome(backend, true, "request");
+      return;
+    } catch (err) {
+      if (!(err instanceof AttemptFailure) || committed) throw err;
+      lastFailure = err;
+      exclude.add(backend.id);
+      // Break the session's binding first, so a health transition triggered below does not count it twice.
+      scheduler.onAttemptFailed(client.sessionId, tier, backend.id);
+      if (err.healthSignal) {
+        registry.recordOutcome(backend, false, "request");
+        rt.probeSoon(backend.id);
+      }
+      rt.logger.warn({ reqId: ctx.requestId, backend: backend.id, err: err.message }, "attempt failed");
+    } finally {
+      rt.slots.release(backend);
+    }
+  }
+  if (lastFailure !== undefined) {
+    throw new GatewayError(lastFailure.code, `${lastFailure.message}; ${ctx.attempts} attempt(s) made`);
+  }
+  throw new GatewayError("no_healthy_backend", `no healthy backend in tier '${tier}'`, {
+    retryAfterSeconds: 5,
+  });
+}
+
+/** The body sent upstream: the client's bytes as they are, re-serialised only when the model must change. */
+class UpstreamBodies {
+  private readonly byModel = new Map<string, Buffer>();
+
+  constructor(
+    private readonly raw: Buffer,
+    private readonly request: CompletionRequest,
+  ) {}
+
+  forModel(model: Backend["model"]): Buffer {
+    if (this.request.body["model"] === model) return this.raw;
+    let body = this.byModel.get(model);
+    if (body === undefined) {
+      body = Buffer.from(JSON.stringify({ ...this.request.body, model }));
+      this.byModel.set(model, body);
+    }
+    return body;
+  }
+}

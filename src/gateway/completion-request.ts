@@ -1,0 +1,105 @@
+// What the gateway reads from a completion request body: only the fields routing needs, validated shallowly.
+import { GatewayError } from "../core/errors.js";
+
+export type Endpoint = "chat" | "completions";
+
+export interface CompletionRequest {
+  endpoint: Endpoint;
+  /** The parsed body (kept for rewriting the model field when a tier hint sends it elsewhere). */
+  body: Record<string, unknown>;
+  /** undefined or "auto": routing decides the tier. */
+  model: string | undefined;
+  stream: boolean;
+  /** Characters of prompt text (all messages' text, or the prompt): the router's long-prompt rule. */
+  promptChars: number;
+  /** The last message is a tool result or an assistant tool call: the agent loop is mid-step. */
+  toolFollowup: boolean;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Text length of an OpenAI message content: a string, or an array of parts with text. */
+function contentChars(content: unknown): number {
+  if (typeof content === "string") return content.length;
+  if (!Array.isArray(content)) return 0;
+  let chars = 0;
+  for (const part of content) {
+    if (isRecord(part) && typeof part["text"] === "string") chars += part["text"].length;
+  }
+  return chars;
+}
+
+function promptChars(prompt: unknown): number {
+  if (typeof prompt === "string") return prompt.length;
+  if (Array.isArray(prompt)) {
+    let chars = 0;
+    for (const item of prompt)
+      chars += typeof item === "string" ? item.length : Array.isArray(item) ? item.length : 0;
+    return chars;
+  }
+  return 0;
+}
+
+export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): CompletionRequest {
+  let body: unknown;
+  try {
+    // TextDecoder with fatal: invalid UTF-8 is a client error, not silently replaced characters.
+    body = JSON.parse(utf8.decode(raw));
+  } catch (err) {
+    const why = err instanceof Error ? err.message : "not JSON";
+    throw new GatewayError("invalid_json", `request body is not valid UTF-8 JSON: ${why}`);
+  }
+  if (!isRecord(body)) throw new GatewayError("invalid_request", "request body must be a JSON object");
+
+  const model = body["model"];
+  if (model !== undefined && typeof model !== "string") {
+    throw new GatewayError("invalid_request", "'model' must be a string", { param: "model" });
+  }
+  const stream = body["stream"];
+  if (stream !== undefined && stream !== null && typeof stream !== "boolean") {
+    throw new GatewayError("invalid_request", "'stream' must be a boolean", { param: "stream" });
+  }
+
+  let chars = 0;
+  let toolFollowup = false;
+  if (endpoint === "chat") {
+    const messages = body["messages"];
+    if (!Array.isArray(messages) || messages.length === 0) {
+      throw new GatewayError("invalid_request", "'messages' must be a non-empty array", {
+        param: "messages",
+      });
+    }
+    for (let i = 0; i < messages.length; i++) {
+      const message: unknown = messages[i];
+      if (!isRecord(message) || typeof message["role"] !== "string") {
+        throw new GatewayError("invalid_request", `'messages[${i}]' must be an object with a string 'role'`, {
+          param: `messages[${i}]`,
+        });
+      }
+      chars += contentChars(message["content"]);
+    }
+    const last = messages[messages.length - 1] as Record<string, unknown>;
+    toolFollowup =
+      last["role"] === "tool" ||
+      (last["role"] === "assistant" && Array.isArray(last["tool_calls"]) && last["tool_calls"].length > 0);
+  } else {
+    const prompt = body["prompt"];
+    if (prompt === undefined || prompt === null) {
+      throw new GatewayError("invalid_request", "'prompt' is required", { param: "prompt" });
+    }
+    chars = promptChars(prompt);
+  }
+
+  return {
+    endpoint,
+    body,
+    model: model === undefined || model === "auto" ? undefined : model,
+    stream: stream === true,
+    promptChars: chars,
+    toolFollowup,
+  };
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });

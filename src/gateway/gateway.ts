@@ -1,0 +1,253 @@
+// Builds a running gateway from a config: wires registry, scheduler, health, slots, pools, metrics and HTTP.
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import { pino, type Logger } from "pino";
+import { AffinityScheduler } from "../affinity/scheduler.js";
+import { StickyTable } from "../affinity/sticky-table.js";
+import { BackendSlots } from "../admission/backend-slots.js";
+import { HealthChecker } from "../backends/health-checker.js";
+import { BackendRegistry } from "../backends/registry.js";
+import { systemClock, type Clock } from "../core/clock.js";
+import { SeededRandom, type Random } from "../core/random.js";
+import type { GatewayConfig } from "../config/schema.js";
+import { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import { resolveTierSettings } from "../routing/tier-router.js";
+import { AttemptTracker } from "./attempt-tracker.js";
+import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
+import { createGatewayServer } from "./server.js";
+import { UpstreamPools } from "./upstream-pools.js";
+
+export interface GatewayOptions {
+  clock?: Clock;
+  random?: Random;
+  logger?: Logger;
+  /** Where reloads read the config from; without it, /admin/reload and SIGHUP have nothing to read. */
+  loadConfig?: () => Promise<GatewayConfig>;
+  /** Overrides config.server for tests: listen on this host/port (0 = OS-assigned). */
+  listen?: { host: string; port: number };
+}
+
+/** Expired bindings are reclaimed in the background too, so an idle gateway's table shrinks. */
+const SWEEP_INTERVAL_MS = 1000;
+const SWEEP_BATCH = 10_000;
+
+function deriveSettings(config: GatewayConfig, tiers: readonly string[]): RuntimeSettings {
+  return {
+    config,
+    tiers: resolveTierSettings(config.routing, tiers),
+    maxBodyBytes: config.server.max_body_bytes,
+    maxAttempts: config.upstream.max_attempts,
+    firstByteTimeoutMs: config.upstream.first_byte_timeout_seconds * 1000,
+    requestTimeoutMs: config.upstream.request_timeout_seconds * 1000,
+    adminToken: config.server.admin_token,
+  };
+}
+
+function thresholdsOf(config: GatewayConfig): { failuresToMarkDown: number; successesToMarkUp: number } {
+  return {
+    failuresToMarkDown: config.health.failures_to_mark_down,
+    successesToMarkUp: config.health.successes_to_mark_up,
+  };
+}
+
+export class Gateway {
+  readonly runtime: GatewayRuntime;
+  private readonly server: Server;
+  private readonly health: HealthChecker;
+  private readonly store: StickyTable;
+  private readonly sweepTimer: NodeJS.Timeout;
+  private accepting = true;
+  private activeRequests = 0;
+  /** Resolved (and cleared) when the last in-flight request ends: shutdown waits on it. */
+  private onIdle: (() => void) | undefined;
+  private address: AddressInfo | undefined;
+
+  private constructor(
+    config: GatewayConfig,
+    private readonly options: GatewayOptions,
+  ) {
+    const clock = options.clock ?? systemClock;
+    const logger = options.logger ?? pino({ name: "agent-serve" });
+    const registry = new BackendRegistry(config.backends, thresholdsOf(config));
+    const slots = new BackendSlots({
+      maxQueueSize: config.admission.max_queue_size,
+      queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
+    });
+    const store = new StickyTable(config.affinity.max_bindings);
+    this.store = store;
+    const metrics = new GatewayMetrics({
+      backends: () =>
+        [...registry.all()].map((b) => ({
+          id: b.id,
+          tier: b.tier,
+          up: b.state !== "down",
+          inflight: b.inflight,
+          bindings: store.countFor(b.id),
+        })),
+      queueDepth: () => slots.depth,
+    });
+    const scheduler = new AffinityScheduler({
+      store: this.store,
+      clock,
+      random: options.random ?? new SeededRandom(0x5eed),
+      recorder: metrics,
+      stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
+      rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
+    });
+    this.health = new HealthChecker(registry, {
+      intervalMs: config.health.probe_interval_seconds * 1000,
+      timeoutMs: config.health.probe_timeout_seconds * 1000,
+    });
+    const pools = new UpstreamPools({
+      connectTimeoutMs: config.upstream.connect_timeout_seconds * 1000,
+      connections: config.upstream.keep_alive_connections,
+    });
+    const attempts = new AttemptTracker();
+    this.runtime = {
+      clock,
+      logger,
+      registry,
+      scheduler,
+      slots,
+      pools,
+      metrics,
+      attempts,
+      probeSoon: (id) => this.health.probeSoon(id),
+      settings: deriveSettings(config, registry.tiers()),
+    };
+    metrics.initTiers(registry.tiers());
+
+    registry.onHealthChange(({ backend, to, cause }) => {
+      if (to === "down") {
+        const broken = scheduler.onBackendDown(backend.id, backend.tier);
+        slots.rejectWaiters(backend.id, "backend marked down");
+        const abandoned = attempts.abandon(backend.id, "backend marked down");
+        logger.warn(
+          { backend: backend.id, cause, bindingsBroken: broken, attemptsAbandoned: abandoned },
+          "backend down",
+        );
+      } else {
+        const moved = scheduler.onBackendUp(backend.id, registry.tier(backend.tier));
+        logger.info({ backend: backend.id, cause, sessionsMovedBack: moved }, "backend up");
+      }
+    });
+
+    this.server = createGatewayServer(this.runtime, {
+      accepting: () => this.accepting,
+      reload: () => this.reloadFromSource(),
+    });
+    this.server.on("request", (_req, res) => {
+      this.activeRequests++;
+      res.once("close", () => {
+        if (--this.activeRequests === 0) this.onIdle?.();
+      });
+    });
+    this.sweepTimer = setInterval(() => this.store.sweep(clock.nowMs(), SWEEP_BATCH), SWEEP_INTERVAL_MS);
+    this.sweepTimer.unref();
+  }
+
+  static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
+    const gateway = new Gateway(config, options);
+    await gateway.listen(options.listen ?? { host: config.server.host, port: config.server.port });
+    gateway.health.start();
+    return gateway;
+  }
+
+  /** http://host:port of the listening server (loopback form for wildcard hosts). */
+  get url(): string {
+    if (this.address === undefined) throw new Error("gateway is not listening");
+    const { address, port, family } = this.address;
+    const host = address === "0.0.0.0" || address === "::" ? "127.0.0.1" : address;
+    return family === "IPv6" && host !== "127.0.0.1" ? `http://[${host}]:${port}` : `http://${host}:${port}`;
+  }
+
+  get port(): number {
+    return this.address?.port ?? 0;
+  }
+
+  private listen(at: { host: string; port: number }): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(at.port, at.host, () => {
+        this.server.off("error", reject);
+        this.address = this.server.address() as AddressInfo;
+        resolve();
+      });
+    });
+  }
+
+  /** Applies a new config: backends added/updated/removed, affinity, health, admission, routing settings. */
+  reload(config: GatewayConfig): { changed: string[] } {
+    const rt = this.runtime;
+    const changed: string[] = [];
+    const removed = rt.registry.reconfigure(config.backends, thresholdsOf(config));
+    for (const backend of removed) {
+      // A backend that left the config is handled like an engine going down.
+      const broken = rt.scheduler.onBackendDown(backend.id, backend.tier);
+      rt.slots.rejectWaiters(backend.id, "backend removed from config");
+      rt.attempts.abandon(backend.id, "backend removed from config");
+      rt.pools.drop(backend.id);
+      changed.push(`removed backend ${backend.id} (${broken} bindings broken)`);
+    }
+    rt.scheduler.configure(config.affinity.sticky_ttl_seconds, config.affinity.rebalance_on_backend_recovery);
+    rt.slots.configure({
+      maxQueueSize: config.admission.max_queue_size,
+      queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
+    });
+    this.health.configure({
+      intervalMs: config.health.probe_interval_seconds * 1000,
+      timeoutMs: config.health.probe_timeout_seconds * 1000,
+    });
+    rt.metrics.initTiers(rt.registry.tiers());
+    const previous = rt.settings.config;
+    if (previous.server.host !== config.server.host || previous.server.port !== config.server.port) {
+      changed.push("server.host/port changed: takes effect at the next restart");
+    }
+    rt.settings = deriveSettings(config, rt.registry.tiers());
+    changed.push(`${config.backends.length} backends in ${rt.registry.tiers().length} tiers`);
+    rt.logger.info({ changed }, "config reloaded");
+    return { changed };
+  }
+
+  private async reloadFromSource(): Promise<{ changed: string[] }> {
+    if (this.options.loadConfig === undefined)
+      throw new Error("this gateway was started without a config file");
+    return this.reload(await this.options.loadConfig());
+  }
+
+  /** Re-reads the config file (SIGHUP); a bad file is reported and the running config stays. */
+  async reloadOrReport(): Promise<void> {
+    try {
+      await this.reloadFromSource();
+    } catch (err) {
+      this.runtime.logger.error(
+        { err: err instanceof Error ? err.message : String(err) },
+        "config reload refused",
+      );
+    }
+  }
+
+  /**
+   * Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes what is left and
+   * releases every timer and connection.
+   */
+  async close(graceMs = this.runtime.settings.config.server.shutdown_grace_seconds * 1000): Promise<void> {
+    this.accepting = false;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    if (this.activeRequests > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.onIdle = resolve;
+        timer = setTimeout(resolve, graceMs);
+      });
+      clearTimeout(timer);
+      this.onIdle = undefined;
+    }
+    this.server.closeAllConnections();
+    clearInterval(this.sweepTimer);
+    await this.health.stop();
+    await this.runtime.pools.close();
+    await closed;
+  }
+}

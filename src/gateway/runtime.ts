@@ -1,0 +1,36 @@
+// The live parts of a running gateway, as the request handlers see them (built and rewired by gateway.ts).
+import type { Logger } from "pino";
+import type { AffinityScheduler } from "../affinity/scheduler.js";
+import type { BackendSlots } from "../admission/backend-slots.js";
+import type { BackendRegistry } from "../backends/registry.js";
+import type { Clock } from "../core/clock.js";
+import type { GatewayConfig } from "../config/schema.js";
+import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { TierRouterSettings } from "../routing/tier-router.js";
+import type { AttemptTracker } from "./attempt-tracker.js";
+import type { UpstreamPools } from "./upstream-pools.js";
+
+/** Settings derived once per config (load or reload), in the units the request path uses. */
+export interface RuntimeSettings {
+  config: GatewayConfig;
+  tiers: TierRouterSettings;
+  maxBodyBytes: number;
+  maxAttempts: number;
+  firstByteTimeoutMs: number;
+  requestTimeoutMs: number;
+  adminToken: string | undefined;
+}
+
+export interface GatewayRuntime {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly registry: BackendRegistry;
+  readonly scheduler: AffinityScheduler;
+  readonly slots: BackendSlots;
+  readonly pools: UpstreamPools;
+  readonly metrics: GatewayMetrics;
+  readonly attempts: AttemptTracker;
+  /** Asks the health checker for an early probe of a backend that just failed a request. */
+  readonly probeSoon: (backendId: string) => void;
+  settings: RuntimeSettings;
+}

@@ -1,0 +1,13 @@
+// Writes a small JSON response (admin, models, health, errors) with its length.
+import type { ServerResponse } from "node:http";
+
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  payload: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const body = Buffer.from(JSON.stringify(payload));
+  res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": body.length });
+  res.end(body);
+}

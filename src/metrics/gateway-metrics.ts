@@ -1,0 +1,187 @@
+// Every Prometheus metric of the gateway, declared once, in a registry of its own (no global state).
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { AffinityRecorder } from "../affinity/scheduler.js";
+
+/** Values read at scrape time, so the request path does not keep gauges up to date. */
+export interface GaugeSource {
+  backends(): Iterable<{ id: string; tier: string; up: boolean; inflight: number; bindings: number }>;
+  queueDepth(): number;
+}
+
+const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160];
+
+/** Caches label children: prom-client hashes the label values on every labels() call. */
+class ChildCache<T> {
+  private readonly children = new Map<string, T>();
+  constructor(private readonly make: (key: string) => T) {}
+  get(key: string): T {
+    let child = this.children.get(key);
+    if (child === undefined) {
+      child = this.make(key);
+      this.children.set(key, child);
+    }
+    return child;
+  }
+}
+
+export class GatewayMetrics implements AffinityRecorder {
+  readonly registry = new Registry();
+
+  private readonly affinityHits = new Counter({
+    name: "agentserve_affinity_hits_total",
+    help: "Requests that reused the session's existing backend binding",
+    labelNames: ["tier"] as const,
+    registers: [this.registry],
+  });
+  private readonly affinityMisses = new Counter({
+    name: "agentserve_affinity_misses_total",
+    help: "Requests that needed a new binding (first turn, expired, rebind, affinity off, no session)",
+    labelNames: ["tier"] as const,
+    registers: [this.registry],
+  });
+  private readonly affinityBroken = new Counter({
+    name: "agentserve_affinity_broken_total",
+    help: "Bindings invalidated because the pinned backend went down or failed a request",
+    labelNames: ["tier"] as const,
+    registers: [this.registry],
+  });
+  private readonly requests = new Counter({
+    name: "agentserve_requests_total",
+    help: "Requests answered, by tier, final backend and HTTP status",
+    labelNames: ["tier", "backend", "status"] as const,
+    registers: [this.registry],
+  });
+  private readonly selections = new Counter({
+    name: "agentserve_selections_total",
+    help: "Backend selections by reason (affinity_hit, new_session, rebind_*, failover, ...)",
+    labelNames: ["tier", "reason"] as const,
+    registers: [this.registry],
+  });
+  private readonly retries = new Counter({
+    name: "agentserve_retries_total",
+    help: "Attempts retried on another backend after a failure before any byte reached the client",
+    labelNames: ["tier"] as const,
+    registers: [this.registry],
+  });
+  private readonly rejections = new Counter({
+    name: "agentserve_rejections_total",
+    help: "Requests refused before reaching an engine, by reason",
+    labelNames: ["reason"] as const,
+    registers: [this.registry],
+  });
+  private readonly duration = new Histogram({
+    name: "agentserve_request_duration_seconds",
+    help: "End-to-end request duration as the gateway saw it",
+    labelNames: ["tier"] as const,
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers: [this.registry],
+  });
+  private readonly ttft = new Histogram({
+    name: "agentserve_ttft_seconds",
+    help: "Time to first token of streamed responses (first content chunk from the engine)",
+    labelNames: ["tier"] as const,
+    buckets: LATENCY_BUCKETS_SECONDS,
+    registers: [this.registry],
+  });
+
+  private readonly hitChildren = new ChildCache((tier) => this.affinityHits.labels(tier));
+  private readonly missChildren = new ChildCache((tier) => this.affinityMisses.labels(tier));
+  private readonly durationChildren = new ChildCache((tier) => this.duration.labels(tier));
+  private readonly ttftChildren = new ChildCache((tier) => this.ttft.labels(tier));
+
+  constructor(source: GaugeSource) {
+    const registers = [this.registry];
+    new Gauge({
+      name: "agentserve_backend_up",
+      help: "1 when the backend is healthy (up or draining), 0 when down",
+      labelNames: ["backend", "tier"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const b of source.backends()) this.set({ backend: b.id, tier: b.tier }, b.up ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "agentserve_backend_inflight",
+      help: "Requests in flight on the backend",
+      labelNames: ["backend"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const b of source.backends()) this.set({ backend: b.id }, b.inflight);
+      },
+    });
+    new Gauge({
+      name: "agentserve_sticky_bindings",
+      help: "Live session bindings, by tier",
+      labelNames: ["tier"] as const,
+      registers,
+      collect() {
+        this.reset();
+        const byTier = new Map<string, number>();
+        for (const b of source.backends()) byTier.set(b.tier, (byTier.get(b.tier) ?? 0) + b.bindings);
+        for (const [tier, count] of byTier) this.set({ tier }, count);
+      },
+    });
+    new Gauge({
+      name: "agentserve_queue_depth",
+      help: "Requests waiting for a backend slot (max_inflight)",
+      registers,
+      collect() {
+        this.set(source.queueDepth());
+      },
+    });
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  hit(tier: string): void {
+    this.hitChildren.get(tier).inc();
+  }
+
+  miss(tier: string): void {
+    this.missChildren.get(tier).inc();
+  }
+
+  broken(tier: string, count: number): void {
+    this.affinityBroken.labels(tier).inc(count);
+  }
+
+  selection(tier: string, reason: string): void {
+    this.selections.labels(tier, reason).inc();
+  }
+
+  retry(tier: string): void {
+    this.retries.labels(tier).inc();
+  }
+
+  rejection(reason: string): void {
+    this.rejections.labels(reason).inc();
+  }
+
+  requestDone(tier: string, backend: string, status: number, durationSeconds: number): void {
+    this.requests.labels(tier, backend, String(status)).inc();
+    this.durationChildren.get(tier).observe(durationSeconds);
+  }
+
+  firstToken(tier: string, seconds: number): void {
+    this.ttftChildren.get(tier).observe(seconds);
+  }
+
+  /** Makes every tier's series exist at 0 from the start, so rate() and ratios work before the first event. */
+  initTiers(tiers: Iterable<string>): void {
+    for (const tier of tiers) {
+      this.affinityHits.labels(tier).inc(0);
+      this.affinityMisses.labels(tier).inc(0);
+      this.affinityBroken.labels(tier).inc(0);
+      this.retries.labels(tier).inc(0);
+    }
+  }
+
+  async render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,83 @@
+// Chooses the tier of a request: header hint, then the requested model, then the original's `auto` rules.
+import { GatewayError } from "../core/errors.js";
+
+export type TierSource = "hint" | "model" | "auto_tool_followup" | "auto_long_prompt" | "auto_default";
+
+export interface TierDecision {
+  tier: string;
+  source: TierSource;
+}
+
+export interface TierRouterSettings {
+  promptLengthThreshold: number;
+  toolFollowupStaysSameTier: boolean;
+  defaultTier: string;
+  /** undefined: no long-prompt rule (no big tier). */
+  longPromptTier: string | undefined;
+}
+
+/** What the router may ask about the deployment; kept narrow so the router stays pure. */
+export interface TierCatalog {
+  hasTier(tier: string): boolean;
+  tierOfModel(model: string): string | undefined;
+}
+
+export interface TierInputs {
+  hint: string | undefined;
+  model: string | undefined;
+  promptChars: number;
+  toolFollowup: boolean;
+  /** The tier of the backend the session is bound to, if any. */
+  sessionTier: string | undefined;
+}
+
+export function chooseTier(
+  inputs: TierInputs,
+  catalog: TierCatalog,
+  settings: TierRouterSettings,
+): TierDecision {
+  if (inputs.hint !== undefined && inputs.hint !== "auto") {
+    if (!catalog.hasTier(inputs.hint)) {
+      throw new GatewayError("tier_not_found", `unknown tier '${inputs.hint}' in X-Tier-Hint`, {
+        param: "x-tier-hint",
+      });
+    }
+    return { tier: inputs.hint, source: "hint" };
+  }
+  if (inputs.model !== undefined) {
+    const tier = catalog.tierOfModel(inputs.model);
+    if (tier === undefined) {
+      throw new GatewayError("model_not_found", `the model '${inputs.model}' does not exist`, {
+        param: "model",
+      });
+    }
+    // An explicit model only pins the tier when the hint did not ask for auto routing.
+    if (inputs.hint === undefined) return { tier, source: "model" };
+  }
+  if (settings.toolFollowupStaysSameTier && inputs.toolFollowup && inputs.sessionTier !== undefined) {
+    if (catalog.hasTier(inputs.sessionTier))
+      return { tier: inputs.sessionTier, source: "auto_tool_followup" };
+  }
+  if (settings.longPromptTier !== undefined && inputs.promptChars >= settings.promptLengthThreshold) {
+    return { tier: settings.longPromptTier, source: "auto_long_prompt" };
+  }
+  return { tier: settings.defaultTier, source: "auto_default" };
+}
+
+/** Resolves the optional routing keys against the tiers that exist (see the schema's comments). */
+export function resolveTierSettings(
+  routing: {
+    prompt_length_threshold: number;
+    tool_followup_stays_same_tier: boolean;
+    default_tier?: string | undefined;
+    long_prompt_tier?: string | undefined;
+  },
+  tiers: readonly string[],
+): TierRouterSettings {
+  return {
+    promptLengthThreshold: routing.prompt_length_threshold,
+    toolFollowupStaysSameTier: routing.tool_followup_stays_same_tier,
+    defaultTier: routing.default_tier ?? (tiers.includes("small") ? "small" : tiers[0]!),
+    longPromptTier: routing.long_prompt_tier ?? (tiers.includes("big") ? "big" : undefined),
+  };
+}

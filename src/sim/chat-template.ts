@@ -1,0 +1,87 @@
+// Renders chat messages to prompt token ids the way Qwen2.5's ChatML template lays them out.
+//
+// Each message is `<|im_start|>role\n content <|im_end|>\n`; the prompt ends with `<|im_start|>assistant\n`.
+// Every piece is tokenized on its own, so a conversation's ids always extend the ids of its earlier turns, and a
+// reply the engine generated lines up with the same reply sent back as an assistant message.
+import { SPECIAL_TOKENS, encodeInto } from "./tokenizer.js";
+
+/** Qwen2.5's template inserts this when the conversation has no system message. */
+export const DEFAULT_SYSTEM_PROMPT = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+
+export interface ChatToolCall {
+  id?: string;
+  type?: string;
+  function: { name: string; arguments: string };
+}
+
+export interface ChatMessage {
+  role: "system" | "developer" | "user" | "assistant" | "tool" | "function";
+  /** Text of the message; parts were already joined by the request parser. */
+  content: string;
+  toolCalls?: ChatToolCall[];
+}
+
+export interface RenderOptions {
+  /** JSON-able tool definitions from the request, rendered into the system turn as Qwen's template does. */
+  tools?: unknown[];
+  addGenerationPrompt?: boolean;
+}
+
+function pushTurn(out: number[], role: string, content: string): void {
+  out.push(SPECIAL_TOKENS.imStart);
+  encodeInto(`${role}\n`, out);
+  encodeInto(content, out);
+  out.push(SPECIAL_TOKENS.imEnd);
+  encodeInto("\n", out);
+}
+
+function toolsBlock(tools: unknown[]): string {
+  const lines = tools.map((tool) => JSON.stringify(tool));
+  return (
+    "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
+    lines.join("\n") +
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within " +
+    "<tool_call></tool_call> XML tags."
+  );
+}
+
+function assistantText(message: ChatMessage): string {
+  let text = message.content;
+  for (const call of message.toolCalls ?? []) {
+    const body = JSON.stringify({ name: call.function.name, arguments: call.function.arguments });
+    text += `${text.length > 0 ? "\n" : ""}<tool_call>\n${body}\n</tool_call>`;
+  }
+  return text;
+}
+
+export function renderChat(messages: readonly ChatMessage[], options: RenderOptions = {}): number[] {
+  const out: number[] = [];
+  const first = messages[0];
+  const hasSystem = first !== undefined && (first.role === "system" || first.role === "developer");
+  const tools = options.tools && options.tools.length > 0 ? toolsBlock(options.tools) : "";
+  if (!hasSystem) pushTurn(out, "system", DEFAULT_SYSTEM_PROMPT + tools);
+  messages.forEach((message, index) => {
+    switch (message.role) {
+      case "system":
+      case "developer":
+        pushTurn(out, "system", index === 0 ? message.content + tools : message.content);
+        break;
+      case "assistant":
+        pushTurn(out, "assistant", assistantText(message));
+        break;
+      case "tool":
+      case "function":
+        // Qwen2.5 hands tool results back to the model as a user turn.
+        pushTurn(out, "user", `<tool_response>\n${message.content}\n</tool_response>`);
+        break;
+      default:
+        pushTurn(out, "user", message.content);
+    }
+  });
+  if (options.addGenerationPrompt ?? true) {
+    out.push(SPECIAL_TOKENS.imStart);
+    encodeInto("assistant\n", out);
+  }
+  return out;
+}

@@ -1,0 +1,162 @@
+// `agent-serve sim`: runs one simulated vLLM engine as a process until SIGINT/SIGTERM (or a `die` fault).
+import { parseArgs } from "node:util";
+import { UsageError, type Command } from "../cli/command.js";
+import { SIM_DEFAULTS } from "./defaults.js";
+import { parseFaultSpec, type SimFault } from "./faults.js";
+import { startSimEngine, type SimEngineOptions } from "./index.js";
+import { PROFILE_NAMES, PROFILES } from "./profiles.js";
+
+const HELP = `usage: agent-serve sim [flags]
+
+Runs a simulated vLLM engine: vLLM's OpenAI-compatible HTTP API over a paged prefix KV cache and a continuous-
+batching scheduler whose step times come from a GPU cost model. No GPU needed.
+
+flags:
+  --port N                     TCP port (default ${SIM_DEFAULTS.cliPort}; 0 picks a free one)
+  --host H                     interface to bind (default ${SIM_DEFAULTS.host})
+  --profile NAME               cost model and limits: ${PROFILE_NAMES.join(", ")} (default ${SIM_DEFAULTS.profile})
+  --time-scale X               run X times faster than the modelled GPU; metrics stay in simulated time
+                               (default ${SIM_DEFAULTS.timeScale})
+  --model ID                   served model id (default: the profile's, e.g. ${PROFILES["qwen2.5-7b"]?.model ?? ""})
+  --seed N                     seed of reply text, reply lengths and injected-error dice (default ${SIM_DEFAULTS.seed})
+  --max-num-seqs N             most sequences running at once (default: the profile's)
+  --max-num-batched-tokens N   token budget of one engine step, i.e. the chunked-prefill size (default: profile's)
+  --kv-blocks N                KV cache capacity in blocks of ${SIM_DEFAULTS.blockSizeTokens} tokens (default: the profile's)
+  --max-model-len N            context window in tokens (default: the profile's)
+  --fault SPEC                 inject a fault: none | die | hang | slow:MS | error_rate:RATE[:STATUS] | cut_stream:N
+  --fault-delay-ms N           apply --fault N ms after listening instead of at once (e.g. die after 5000)
+  -h, --help                   show this help
+
+At runtime, POST /sim/fault with {"kind":"slow","extraLatencyMs":500} (etc.) changes the fault; GET /sim/stats
+shows counters. The command prints one line when it is listening and stops cleanly on SIGINT or SIGTERM;
+a 'die' fault makes the process exit at once with status 1.`;
+
+interface SimCommandOptions {
+  engine: SimEngineOptions;
+  fault: SimFault | undefined;
+  faultDelayMs: number;
+}
+
+function integer(value: string | undefined, flag: string, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  if (value.trim() === "" || !Number.isInteger(parsed) || parsed < min) {
+    throw new UsageError(`--${flag} needs a whole number >= ${min} (got '${value}')`);
+  }
+  return parsed;
+}
+
+/** Parses the command's flags; throws UsageError on anything malformed. */
+export function parseSimArgs(argv: string[]): SimCommandOptions {
+  let values: Record<string, string | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        port: { type: "string" },
+        host: { type: "string" },
+        profile: { type: "string" },
+        "time-scale": { type: "string" },
+        model: { type: "string" },
+        seed: { type: "string" },
+        "max-num-seqs": { type: "string" },
+        "max-num-batched-tokens": { type: "string" },
+        "kv-blocks": { type: "string" },
+        "max-model-len": { type: "string" },
+        fault: { type: "string" },
+        "fault-delay-ms": { type: "string" },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+
+  const profile = values["profile"] ?? SIM_DEFAULTS.profile;
+  if (!PROFILE_NAMES.includes(profile)) {
+    throw new UsageError(`unknown --profile '${profile}' (known: ${PROFILE_NAMES.join(", ")})`);
+  }
+  let timeScale: number | undefined;
+  if (values["time-scale"] !== undefined) {
+    timeScale = Number(values["time-scale"]);
+    if (!(timeScale > 0) || !Number.isFinite(timeScale)) {
+      throw new UsageError(`--time-scale needs a positive number (got '${values["time-scale"]}')`);
+    }
+  }
+  const model = values["model"];
+  if (model !== undefined && model.trim() === "") throw new UsageError("--model needs a non-empty id");
+  let fault: SimFault | undefined;
+  if (values["fault"] !== undefined) {
+    try {
+      fault = parseFaultSpec(values["fault"]);
+    } catch (err) {
+      throw new UsageError(`--fault: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  const faultDelayMs = integer(values["fault-delay-ms"], "fault-delay-ms", 0) ?? 0;
+  if (values["fault-delay-ms"] !== undefined && fault === undefined) {
+    throw new UsageError("--fault-delay-ms needs --fault");
+  }
+  const port = integer(values["port"], "port", 0) ?? SIM_DEFAULTS.cliPort;
+  if (port > 65_535) throw new UsageError(`--port must be at most 65535 (got ${port})`);
+
+  return {
+    engine: {
+      host: values["host"] ?? SIM_DEFAULTS.host,
+      port,
+      profile,
+      timeScale,
+      model,
+      seed: integer(values["seed"], "seed", 0),
+      maxNumSeqs: integer(values["max-num-seqs"], "max-num-seqs", 1),
+      maxNumBatchedTokens: integer(values["max-num-batched-tokens"], "max-num-batched-tokens", 1),
+      kvCapacityBlocks: integer(values["kv-blocks"], "kv-blocks", 1),
+      maxModelLen: integer(values["max-model-len"], "max-model-len", 2),
+    },
+    fault,
+    faultDelayMs,
+  };
+}
+
+function waitForStopSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      resolve(signal);
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
+}
+
+export const simCommand: Command = {
+  name: "sim",
+  summary: "run a simulated vLLM engine (prefix KV cache, continuous batching, cost model, faults)",
+  help: HELP,
+  async run(argv: string[]): Promise<number> {
+    const options = parseSimArgs(argv);
+    const stopped = waitForStopSignal();
+    const immediateFault = options.faultDelayMs === 0 ? options.fault : undefined;
+    const handle = await startSimEngine({
+      ...options.engine,
+      fault: immediateFault,
+      onDie: () => {
+        process.stderr.write("agent-serve sim: fault 'die': exiting\n");
+        process.exit(1);
+      },
+    });
+    process.stdout.write(
+      `agent-serve sim: listening on ${handle.url} (profile ${handle.profile.name}, model ${handle.model}, ` +
+        `time-scale ${options.engine.timeScale ?? SIM_DEFAULTS.timeScale})\n`,
+    );
+    let faultTimer: NodeJS.Timeout | undefined;
+    const delayedFault = options.faultDelayMs > 0 ? options.fault : undefined;
+    if (delayedFault) faultTimer = setTimeout(() => handle.setFault(delayedFault), options.faultDelayMs);
+    await stopped;
+    if (faultTimer) clearTimeout(faultTimer);
+    await handle.close();
+    return 0;
+  },
+};

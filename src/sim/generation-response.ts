@@ -1,0 +1,171 @@
+// Carries one HTTP generation request's engine sequences to the client: SSE as tokens arrive, or one JSON body.
+import type { ServerResponse } from "node:http";
+import type { RequestListener } from "./engine-loop.js";
+import type { SimFault } from "./faults.js";
+import {
+  chatCompletionBody,
+  completionBody,
+  SSE_DONE,
+  SseChunks,
+  usage,
+  type ChoiceResult,
+  type FinishReasonOut,
+  type ResponseIdentity,
+  type Usage,
+} from "./openai-shapes.js";
+import type { EngineRequest } from "./request.js";
+
+export interface GenerationResponseOptions {
+  res: ServerResponse;
+  endpoint: "chat" | "completion";
+  identity: ResponseIdentity;
+  stream: boolean;
+  includeUsage: boolean;
+  /** One engine request per choice, in choice-index order. */
+  choices: readonly EngineRequest[];
+  /** Which prompt each choice answers (several with n > 1, one each for a batch of prompts). */
+  promptIndexOfChoice: readonly number[];
+  /** Prompt tokens as billed: once per distinct prompt. */
+  promptTokens: number;
+  /** Reads the engine's current fault: cut_stream and hang act on responses already under way. */
+  currentFault: () => SimFault;
+  /** Cancels the engine requests of this response. */
+  abort: (requests: readonly EngineRequest[]) => void;
+  /** Reports how the response ended. */
+  onOutcome: (outcome: "served" | "aborted" | "cut" | "stalled", totals: Usage | undefined) => void;
+}
+
+/** The engine hands tokens to this listener; it owns the HTTP response until the last byte (or the cut). */
+export class GenerationResponse implements RequestListener {
+  private readonly indexOf = new Map<EngineRequest, number>();
+  private readonly started = new Set<number>();
+  private readonly sse: SseChunks | undefined;
+  private remaining: number;
+  private chunksSent = 0;
+  private settled = false;
+
+  constructor(private readonly options: GenerationResponseOptions) {
+    options.choices.forEach((request, index) => this.indexOf.set(request, index));
+    this.remaining = options.choices.length;
+    if (options.stream) {
+      this.sse = new SseChunks(options.identity, options.endpoint);
+      options.res.writeHead(200, {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache",
+      });
+      options.res.flushHeaders();
+    }
+    options.res.on("close", () => {
+      if (this.settled) return;
+      // The client went away before the response was complete: free the engine's work.
+      this.settle("aborted", undefined);
+      options.abort(options.choices);
+    });
+  }
+
+  onToken(request: EngineRequest, tokenIndex: number): void {
+    if (this.settled || !this.sse) return;
+    const index = this.indexOf.get(request) as number;
+    const text = request.outputTexts[tokenIndex] as string;
+    const last = tokenIndex === request.outputLengthTokens - 1;
+    const reason: FinishReasonOut | null = last ? request.plannedFinishReason : null;
+    if (this.options.endpoint === "chat" && !this.started.has(index)) {
+      this.started.add(index);
+      if (!this.send(this.sse.role(index))) return;
+    }
+    this.send(this.sse.delta(index, text, reason));
+  }
+
+  onFinish(request: EngineRequest): void {
+    if (this.settled) return;
+    if (request.finishReason === "abort") {
+      // The engine itself went away (shutdown or die): so does the connection.
+      this.settle("aborted", undefined);
+      this.options.res.destroy();
+      return;
+    }
+    this.remaining -= 1;
+    if (this.remaining > 0) return;
+    const totals = this.usage();
+    if (this.sse) {
+      if (this.options.includeUsage && !this.send(this.sse.usage(totals))) return;
+      if (!this.send(SSE_DONE)) return;
+      this.options.res.end();
+      this.settle("served", totals);
+      return;
+    }
+    this.finishJson(totals);
+  }
+
+  private usage(): Usage {
+    let completion = 0;
+    let cached = 0;
+    const seenPrompts = new Set<number>();
+    this.options.choices.forEach((request, index) => {
+      completion += request.numOutputTokens;
+      // Choices of one prompt (n > 1) share it: count its cached tokens once, like its prompt tokens.
+      const prompt = this.options.promptIndexOfChoice[index] as number;
+      if (!seenPrompts.has(prompt)) {
+        seenPrompts.add(prompt);
+        cached += request.numCachedTokens ?? 0;
+      }
+    });
+    return usage(this.options.promptTokens, completion, cached);
+  }
+
+  private finishJson(totals: Usage): void {
+    const choices: ChoiceResult[] = this.options.choices.map((request, index) => ({
+      index,
+      text: request.outputTexts.join(""),
+      finishReason: request.plannedFinishReason,
+    }));
+    const body = JSON.stringify(
+      this.options.endpoint === "chat"
+        ? chatCompletionBody(this.options.identity, choices, totals)
+        : completionBody(this.options.identity, choices, totals),
+    );
+    const res = this.options.res;
+    const length = Buffer.byteLength(body);
+    const fault = this.options.currentFault();
+    if (fault.kind === "hang") {
+      this.settle("stalled", undefined);
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json", "content-length": length });
+    if (fault.kind === "cut_stream") {
+      // Half a body, then the connection drops: the client sees a truncated response.
+      res.write(body.slice(0, Math.floor(body.length / 2)));
+      this.settle("cut", undefined);
+      res.destroy();
+      return;
+    }
+    res.end(body);
+    this.settle("served", totals);
+  }
+
+  /** Writes one SSE event unless a fault intervenes; false once the response is settled. */
+  private send(event: string): boolean {
+    const fault = this.options.currentFault();
+    if (fault.kind === "hang") {
+      // A hung engine stops mid-stream and never resumes this response; its work is dropped.
+      this.settle("stalled", undefined);
+      this.options.abort(this.options.choices);
+      return false;
+    }
+    if (fault.kind === "cut_stream" && this.chunksSent >= fault.afterChunks) {
+      this.settle("cut", undefined);
+      this.options.abort(this.options.choices);
+      this.options.res.destroy();
+      return false;
+    }
+    this.chunksSent += 1;
+    this.options.res.write(event);
+    return true;
+  }
+
+  private settle(outcome: "served" | "aborted" | "cut" | "stalled", totals: Usage | undefined): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.options.onOutcome(outcome, totals);
+  }
+}

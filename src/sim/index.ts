@@ -1,0 +1,168 @@
+// In-process API of the simulated vLLM engine: start one on a port, inject faults, read its counters, close it.
+import { systemClock, type Clock } from "../core/clock.js";
+import { SeededRandom } from "../core/random.js";
+import { SIM_DEFAULTS } from "./defaults.js";
+import { EngineLoop } from "./engine-loop.js";
+import type { SimFault } from "./faults.js";
+import { SimMetrics } from "./metrics.js";
+import { getProfile, type SimProfile } from "./profiles.js";
+import { Scheduler } from "./scheduler.js";
+import { SimServer } from "./server.js";
+import { SimTimeline } from "./sim-timeline.js";
+import { mixSeed } from "./text-generator.js";
+
+export type { SimFault } from "./faults.js";
+export { parseFault, parseFaultSpec } from "./faults.js";
+export type { SimProfile, CostModel } from "./profiles.js";
+export { PROFILES, PROFILE_NAMES, getProfile } from "./profiles.js";
+
+export interface SimEngineOptions {
+  /** Interface to bind (default 127.0.0.1). */
+  host?: string;
+  /** TCP port; 0 (the default) lets the OS pick one. */
+  port?: number;
+  /** One of PROFILE_NAMES (default "instant"). */
+  profile?: string;
+  /** Simulated ms per wall ms: 10 runs the engine ten times faster than the modelled GPU (default 1). */
+  timeScale?: number;
+  /** Served model id (default: the profile's, e.g. "Qwen/Qwen2.5-7B-Instruct"). */
+  model?: string;
+  /** Seeds reply text, reply lengths and injected-error dice (default 0). */
+  seed?: number;
+  maxNumSeqs?: number;
+  kvCapacityBlocks?: number;
+  maxNumBatchedTokens?: number;
+  maxModelLen?: number;
+  /** Fault in force from the start (default none). */
+  fault?: SimFault;
+  /** Called after a `die` fault has taken the engine down; the CLI exits the process here. */
+  onDie?: () => void;
+  /** Wall clock the simulated time is derived from (tests may inject one; default the system clock). */
+  wallClock?: Clock;
+}
+
+export interface SimEngineStats {
+  /** Generation requests received on /v1/chat/completions and /v1/completions. */
+  requestsReceived: number;
+  /** Answered in full. */
+  requestsServed: number;
+  /** Refused with a 4xx (validation, unknown model, context too long). */
+  requestsRejected: number;
+  /** Failed by an injected fault (5xx, cut or stalled) or an internal error. */
+  requestsFailed: number;
+  /** Abandoned by the client before the answer was complete. */
+  requestsAborted: number;
+  /** Sums of the usage blocks of served responses. */
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  running: number;
+  waiting: number;
+  /** Fraction of KV blocks pinned by running requests. */
+  kvCacheUsage: number;
+  kvCapacityBlocks: number;
+  /** Cached blocks in the prefix index right now. */
+  kvCachedBlocks: number;
+  evictedBlocks: number;
+  preemptions: number;
+  /** Engine-side totals, as /metrics reports them. */
+  prefixCacheQueries: number;
+  prefixCacheHits: number;
+  steps: number;
+  /** Simulated time since start, in ms. */
+  simTimeMs: number;
+}
+
+export interface SimEngineHandle {
+  /** Origin of the engine, e.g. "http://127.0.0.1:40123"; the OpenAI base URL is `${url}/v1`. */
+  readonly url: string;
+  readonly port: number;
+  readonly model: string;
+  readonly profile: SimProfile;
+  /** Stops listening, drops connections, aborts work; resolves when the port is free. Safe to call twice. */
+  close(): Promise<void>;
+  setFault(fault: SimFault): void;
+  fault(): SimFault;
+  stats(): SimEngineStats;
+}
+
+function urlHost(host: string): string {
+  if (host === "0.0.0.0" || host === "::" || host === "") return "127.0.0.1";
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+export async function startSimEngine(options: SimEngineOptions = {}): Promise<SimEngineHandle> {
+  const profile = getProfile(options.profile ?? SIM_DEFAULTS.profile);
+  const model = options.model ?? profile.model;
+  const seed = options.seed ?? SIM_DEFAULTS.seed;
+  const host = options.host ?? SIM_DEFAULTS.host;
+  const kvCapacityBlocks = options.kvCapacityBlocks ?? profile.kvCapacityBlocks;
+  const maxModelLen = options.maxModelLen ?? profile.maxModelLen;
+
+  const timeline = new SimTimeline(
+    options.wallClock ?? systemClock,
+    options.timeScale ?? SIM_DEFAULTS.timeScale,
+  );
+  const scheduler = new Scheduler(
+    {
+      maxNumSeqs: options.maxNumSeqs ?? profile.maxNumSeqs,
+      maxNumBatchedTokens: options.maxNumBatchedTokens ?? profile.maxNumBatchedTokens,
+      kvCapacityBlocks,
+      blockSizeTokens: SIM_DEFAULTS.blockSizeTokens,
+      cost: profile.cost,
+    },
+    timeline,
+  );
+  const metrics = new SimMetrics({
+    model,
+    engineLabel: SIM_DEFAULTS.engineLabel,
+    blockSizeTokens: SIM_DEFAULTS.blockSizeTokens,
+    kvCapacityBlocks,
+    scheduler,
+  });
+  const loop = new EngineLoop(scheduler, timeline, {
+    onFinish: (request) => metrics.observeFinished(request),
+    onListenerError: (err) => process.emitWarning(`sim engine listener failed: ${String(err)}`),
+  });
+  const server = new SimServer({
+    model,
+    profile,
+    maxModelLen,
+    seed,
+    loop,
+    metrics,
+    random: new SeededRandom(mixSeed(seed, 0x6661756c)),
+    onDie: options.onDie,
+  });
+  if (options.fault && options.fault.kind !== "die") server.setFault(options.fault);
+  const port = await server.listen(host, options.port ?? SIM_DEFAULTS.port);
+  if (options.fault?.kind === "die") server.setFault(options.fault);
+
+  return {
+    url: `http://${urlHost(host)}:${port}`,
+    port,
+    model,
+    profile,
+    close: () => server.close(),
+    setFault: (fault) => server.setFault(fault),
+    fault: () => server.currentFault,
+    stats: () => {
+      const totals = scheduler.totals;
+      const pool = scheduler.kv.pool;
+      return {
+        ...server.counters,
+        running: scheduler.numRunning,
+        waiting: scheduler.numWaiting,
+        kvCacheUsage: pool.usage,
+        kvCapacityBlocks,
+        kvCachedBlocks: pool.numCachedBlocks,
+        evictedBlocks: pool.evictedBlocks,
+        preemptions: totals.preemptions,
+        prefixCacheQueries: totals.prefixCacheQueries,
+        prefixCacheHits: totals.prefixCacheHits,
+        steps: totals.steps,
+        simTimeMs: timeline.nowMs(),
+      };
+    },
+  };
+}

@@ -1,0 +1,82 @@
+// Per-request KV bookkeeping over the block pool: prefix lookup, slot allocation, caching full blocks, freeing.
+import { hashBlock } from "./block-hash.js";
+import { BlockPool } from "./block-pool.js";
+import type { EngineRequest } from "./request.js";
+
+export class KvCacheManager {
+  readonly pool: BlockPool;
+
+  constructor(
+    capacityBlocks: number,
+    readonly blockSizeTokens: number,
+  ) {
+    this.pool = new BlockPool(capacityBlocks);
+  }
+
+  /** Extends the request's key chain over every full block of its known tokens. */
+  private hashFullBlocks(request: EngineRequest, upToBlocks: number): void {
+    const hashes = request.blockHashes;
+    const size = this.blockSizeTokens;
+    for (let index = hashes.length; index < upToBlocks; index++) {
+      const parent = index === 0 ? request.rootHash : (hashes[index - 1] as number);
+      hashes.push(hashBlock(parent, request.tokens, index * size, size));
+    }
+  }
+
+  /**
+   * The longest chain of cached full blocks that starts the request's tokens. As in vLLM, the last token is always
+   * recomputed (its logits are needed), so a fully cached sequence still leaves its last block to compute.
+   */
+  findCachedPrefix(request: EngineRequest): number[] {
+    const maxBlocks = Math.floor((request.tokens.length - 1) / this.blockSizeTokens);
+    this.hashFullBlocks(request, maxBlocks);
+    const found: number[] = [];
+    for (let index = 0; index < maxBlocks; index++) {
+      const blockId = this.pool.lookup(request.blockHashes[index] as number);
+      if (blockId === undefined) break;
+      found.push(blockId);
+    }
+    return found;
+  }
+
+  /**
+   * Makes room for `numNewTokens` more tokens after the request's computed ones (and after `cachedPrefix`, the
+   * blocks a first scheduling reuses). Returns false, changing nothing, when the free queue cannot cover it.
+   */
+  allocateSlots(request: EngineRequest, numNewTokens: number, cachedPrefix: readonly number[] = []): boolean {
+    const size = this.blockSizeTokens;
+    const computed = request.numComputedTokens + cachedPrefix.length * size;
+    const blocksNeeded = Math.ceil((computed + numNewTokens) / size);
+    const newBlocks = blocksNeeded - request.blockIds.length - cachedPrefix.length;
+    let revived = 0;
+    for (const blockId of cachedPrefix) if (this.pool.refCount(blockId) === 0) revived += 1;
+    if (newBlocks + revived > this.pool.numFreeBlocks) return false;
+    // Pin the reused prefix first, so the allocations below cannot evict it.
+    for (const blockId of cachedPrefix) {
+      this.pool.touch(blockId);
+      request.blockIds.push(blockId);
+    }
+    request.numCachedBlocks += cachedPrefix.length;
+    for (let i = 0; i < newBlocks; i++) request.blockIds.push(this.pool.allocate());
+    return true;
+  }
+
+  /** Publishes every block the request has completely computed, so other requests can reuse it. */
+  cacheComputedBlocks(request: EngineRequest): void {
+    const fullBlocks = Math.floor(request.numComputedTokens / this.blockSizeTokens);
+    if (fullBlocks <= request.numCachedBlocks) return;
+    this.hashFullBlocks(request, fullBlocks);
+    for (let index = request.numCachedBlocks; index < fullBlocks; index++) {
+      this.pool.register(request.blockIds[index] as number, request.blockHashes[index] as number);
+    }
+    request.numCachedBlocks = fullBlocks;
+  }
+
+  /** Unpins the request's blocks; tail blocks go first in the free queue, so they are evicted before the prefix. */
+  free(request: EngineRequest): void {
+    const ids = request.blockIds;
+    for (let index = ids.length - 1; index >= 0; index--) this.pool.release(ids[index] as number);
+    ids.length = 0;
+    request.numCachedBlocks = 0;
+  }
+}

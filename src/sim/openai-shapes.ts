@@ -1,0 +1,153 @@
+// Response bodies and SSE chunks in the exact shapes vLLM's OpenAI-compatible server emits.
+//
+// Streaming chunks are assembled from a per-response prefix string rather than JSON.stringify of a fresh object:
+// the SSE path runs once per token per client, and this keeps it cheap.
+
+export type FinishReasonOut = "stop" | "length" | "abort";
+
+export interface Usage {
+  prompt_tokens: number;
+  total_tokens: number;
+  completion_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
+}
+
+export function usage(promptTokens: number, completionTokens: number, cachedTokens: number): Usage {
+  return {
+    prompt_tokens: promptTokens,
+    total_tokens: promptTokens + completionTokens,
+    completion_tokens: completionTokens,
+    prompt_tokens_details: { cached_tokens: cachedTokens },
+  };
+}
+
+export interface ResponseIdentity {
+  id: string;
+  created: number;
+  model: string;
+}
+
+export function modelList(
+  model: string,
+  maxModelLen: number,
+  created: number,
+  permissionId: string,
+): unknown {
+  return {
+    object: "list",
+    data: [
+      {
+        id: model,
+        object: "model",
+        created,
+        owned_by: "vllm",
+        root: model,
+        parent: null,
+        max_model_len: maxModelLen,
+        permission: [
+          {
+            id: permissionId,
+            object: "model_permission",
+            created,
+            allow_create_engine: false,
+            allow_sampling: true,
+            allow_logprobs: true,
+            allow_search_indices: false,
+            allow_view: true,
+            allow_fine_tuning: false,
+            organization: "*",
+            group: null,
+            is_blocking: false,
+          },
+        ],
+      },
+    ],
+  };
+}
+
+export interface ChoiceResult {
+  index: number;
+  text: string;
+  finishReason: FinishReasonOut;
+}
+
+export function chatCompletionBody(
+  identity: ResponseIdentity,
+  choices: ChoiceResult[],
+  totals: Usage,
+): unknown {
+  return {
+    id: identity.id,
+    object: "chat.completion",
+    created: identity.created,
+    model: identity.model,
+    choices: choices.map((choice) => ({
+      index: choice.index,
+      message: { role: "assistant", content: choice.text, reasoning_content: null, tool_calls: [] },
+      logprobs: null,
+      finish_reason: choice.finishReason,
+      stop_reason: null,
+    })),
+    usage: totals,
+    prompt_logprobs: null,
+  };
+}
+
+export function completionBody(identity: ResponseIdentity, choices: ChoiceResult[], totals: Usage): unknown {
+  return {
+    id: identity.id,
+    object: "text_completion",
+    created: identity.created,
+    model: identity.model,
+    choices: choices.map((choice) => ({
+      index: choice.index,
+      text: choice.text,
+      logprobs: null,
+      finish_reason: choice.finishReason,
+      stop_reason: null,
+      prompt_logprobs: null,
+    })),
+    usage: totals,
+  };
+}
+
+/** Builds the `data: ...` events of one streamed response. */
+export class SseChunks {
+  private readonly head: string;
+
+  constructor(
+    identity: ResponseIdentity,
+    private readonly endpoint: "chat" | "completion",
+  ) {
+    const object = endpoint === "chat" ? "chat.completion.chunk" : "text_completion";
+    this.head =
+      `data: {"id":${JSON.stringify(identity.id)},"object":"${object}","created":${identity.created},` +
+      `"model":${JSON.stringify(identity.model)},"choices":`;
+  }
+
+  /** The chat stream's opening delta for one choice, as vLLM sends it with the first token. */
+  role(index: number): string {
+    return (
+      `${this.head}[{"index":${index},"delta":{"role":"assistant","content":""},` +
+      `"logprobs":null,"finish_reason":null}]}\n\n`
+    );
+  }
+
+  /** A text delta; the last one of a choice carries its finish reason. */
+  delta(index: number, text: string, finishReason: FinishReasonOut | null): string {
+    const reason = finishReason === null ? "null" : `"${finishReason}"`;
+    const stopReason = finishReason === null ? "" : `,"stop_reason":null`;
+    if (this.endpoint === "chat") {
+      const delta = text.length > 0 || finishReason === null ? `{"content":${JSON.stringify(text)}}` : "{}";
+      return `${this.head}[{"index":${index},"delta":${delta},"logprobs":null,"finish_reason":${reason}${stopReason}}]}\n\n`;
+    }
+    return `${this.head}[{"index":${index},"text":${JSON.stringify(text)},"logprobs":null,"finish_reason":${reason}${stopReason}}]}\n\n`;
+  }
+
+  /** The closing usage chunk sent when stream_options.include_usage is set. */
+  usage(totals: Usage): string {
+    return `${this.head}[],"usage":${JSON.stringify(totals)}}\n\n`;
+  }
+}
+
+export const SSE_DONE = "data: [DONE]\n\n";

@@ -1,0 +1,364 @@
+// The simulated engine's HTTP surface: vLLM's OpenAI-compatible routes, /metrics, /health and fault control.
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { systemClock } from "../core/clock.js";
+import type { Random } from "../core/random.js";
+import { renderChat } from "./chat-template.js";
+import { SIM_DEFAULTS } from "./defaults.js";
+import type { EngineLoop } from "./engine-loop.js";
+import { errorTypeForStatus, sendError, sendRouteError, SimRequestError } from "./errors.js";
+import { HEALTHY, parseFault, shouldInjectError, type SimFault } from "./faults.js";
+import { GenerationResponse } from "./generation-response.js";
+import { readJsonBody } from "./http-body.js";
+import type { SimMetrics } from "./metrics.js";
+import { modelList, type Usage } from "./openai-shapes.js";
+import type { SimProfile } from "./profiles.js";
+import { createEngineRequest } from "./request-factory.js";
+import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "./request-parser.js";
+import type { EngineRequest } from "./request.js";
+import { encode } from "./tokenizer.js";
+
+export interface SimServerDeps {
+  model: string;
+  profile: SimProfile;
+  maxModelLen: number;
+  seed: number;
+  loop: EngineLoop;
+  metrics: SimMetrics;
+  /** Dice for error_rate faults. */
+  random: Random;
+  /** Called once the engine has died from a `die` fault (the CLI exits the process here). */
+  onDie?: () => void;
+}
+
+/** What the server has seen, as the handle's stats() reports it. */
+export interface ServerCounters {
+  requestsReceived: number;
+  requestsServed: number;
+  requestsRejected: number;
+  requestsFailed: number;
+  requestsAborted: number;
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+}
+
+const ROUTES: Record<string, readonly string[]> = {
+  "/health": ["GET"],
+  "/ping": ["GET", "POST"],
+  "/version": ["GET"],
+  "/metrics": ["GET"],
+  "/v1/models": ["GET"],
+  "/v1/chat/completions": ["POST"],
+  "/v1/completions": ["POST"],
+  "/sim/fault": ["GET", "POST"],
+  "/sim/stats": ["GET"],
+};
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function nowSeconds(): number {
+  return Math.floor(systemClock.nowMs() / 1000);
+}
+
+export class SimServer {
+  private readonly http: Server;
+  private readonly sockets = new Set<Socket>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private fault: SimFault = HEALTHY;
+  private dead = false;
+  private closing: Promise<void> | undefined;
+  private readonly closed: Promise<void>;
+  readonly counters: ServerCounters = {
+    requestsReceived: 0,
+    requestsServed: 0,
+    requestsRejected: 0,
+    requestsFailed: 0,
+    requestsAborted: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    completionTokens: 0,
+  };
+
+  constructor(private readonly deps: SimServerDeps) {
+    this.http = createServer({ keepAlive: true, noDelay: true }, (req, res) => this.route(req, res));
+    this.http.keepAliveTimeout = SIM_DEFAULTS.keepAliveTimeoutMs;
+    this.http.headersTimeout = SIM_DEFAULTS.headersTimeoutMs;
+    this.http.on("connection", (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.on("close", () => this.sockets.delete(socket));
+    });
+    this.closed = new Promise((resolve) => this.http.once("close", () => resolve()));
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => reject(err);
+      this.http.once("error", onError);
+      this.http.listen(port, host, () => {
+        this.http.off("error", onError);
+        resolve((this.http.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  get currentFault(): SimFault {
+    return this.fault;
+  }
+
+  get isDead(): boolean {
+    return this.dead;
+  }
+
+  setFault(fault: SimFault): void {
+    if (this.dead) return;
+    this.fault = fault;
+    if (fault.kind === "die") this.die();
+  }
+
+  /** Stops listening, drops every connection and aborts all engine work. */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.closing = this.closed;
+      this.shutdown();
+    }
+    return this.closing;
+  }
+
+  private die(): void {
+    if (this.dead) return;
+    this.shutdown();
+    this.deps.onDie?.();
+  }
+
+  private shutdown(): void {
+    this.dead = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    if (this.http.listening) this.http.close();
+    else this.http.emit("close");
+    this.deps.loop.stop();
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  private route(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? "/";
+    const query = url.indexOf("?");
+    const path = query < 0 ? url : url.slice(0, query);
+    const methods = ROUTES[path];
+    if (!methods) return sendRouteError(res, 404);
+    if (!methods.includes(req.method ?? "")) return sendRouteError(res, 405);
+    if (path.startsWith("/sim/")) {
+      this.handleControl(path, req, res).catch((err: unknown) => this.fail(res, err));
+      return;
+    }
+    // A hung engine accepts connections and requests but answers nothing.
+    if (this.fault.kind === "hang") return;
+    switch (path) {
+      case "/health":
+      case "/ping":
+        res.writeHead(200, { "content-length": 0 });
+        res.end();
+        return;
+      case "/version":
+        return sendJson(res, 200, { version: SIM_DEFAULTS.version });
+      case "/metrics":
+        this.deps.metrics.render().then(
+          (text) => {
+            res.writeHead(200, { "content-type": this.deps.metrics.contentType });
+            res.end(text);
+          },
+          (err: unknown) => this.fail(res, err),
+        );
+        return;
+      case "/v1/models":
+        return sendJson(
+          res,
+          200,
+          modelList(
+            this.deps.model,
+            this.deps.maxModelLen,
+            nowSeconds(),
+            `modelperm-${randomUUID().replaceAll("-", "")}`,
+          ),
+        );
+      case "/v1/chat/completions":
+        this.handleGenerate(req, res, "chat").catch((err: unknown) => this.fail(res, err));
+        return;
+      default:
+        this.handleGenerate(req, res, "completion").catch((err: unknown) => this.fail(res, err));
+    }
+  }
+
+  private fail(res: ServerResponse, err: unknown): void {
+    if (err instanceof SimRequestError) {
+      if (err.status >= 500) this.counters.requestsFailed += 1;
+      else this.counters.requestsRejected += 1;
+      sendError(res, err);
+      return;
+    }
+    this.counters.requestsFailed += 1;
+    const message = err instanceof Error ? err.message : String(err);
+    sendError(res, new SimRequestError(`Internal server error: ${message}`, 500, "InternalServerError"));
+  }
+
+  private async handleControl(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (path === "/sim/stats") return sendJson(res, 200, this.counters);
+    if (req.method === "GET") return sendJson(res, 200, this.fault);
+    const body = await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes);
+    let fault: SimFault;
+    try {
+      fault = parseFault(body);
+    } catch (err) {
+      throw new SimRequestError(
+        err instanceof Error ? err.message : String(err),
+        400,
+        "BadRequestError",
+        "kind",
+      );
+    }
+    sendJson(res, 200, fault);
+    // Answer first, then die, so the caller learns the fault took.
+    if (fault.kind === "die") res.once("finish", () => setImmediate(() => this.setFault(fault)));
+    else this.setFault(fault);
+  }
+
+  private async handleGenerate(
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: "chat" | "completion",
+  ): Promise<void> {
+    this.counters.requestsReceived += 1;
+    const body = await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes);
+    const request: GenerateRequest =
+      endpoint === "chat" ? parseChatRequest(body) : parseCompletionRequest(body);
+    if (request.model !== undefined && request.model !== this.deps.model) {
+      throw new SimRequestError(
+        `The model \`${request.model}\` does not exist.`,
+        404,
+        "NotFoundError",
+        "model",
+      );
+    }
+    const prompts = this.tokenize(request);
+
+    if (shouldInjectError(this.fault, this.deps.random)) {
+      const status =
+        this.fault.kind === "error_rate" ? (this.fault.status ?? SIM_DEFAULTS.injectedErrorStatus) : 500;
+      throw new SimRequestError(
+        "Simulated engine failure (injected fault)",
+        status,
+        errorTypeForStatus(status),
+      );
+    }
+    if (this.fault.kind === "slow") {
+      await this.sleep(this.fault.extraLatencyMs);
+      if (res.destroyed) this.counters.requestsAborted += 1;
+    }
+    if (this.fault.kind === "hang" || this.dead || res.destroyed) return;
+    this.start(request, prompts, res, endpoint);
+  }
+
+  /** Prompt token ids per prompt, checked against the context window as vLLM checks them. */
+  private tokenize(request: GenerateRequest): number[][] {
+    const prompts =
+      request.endpoint === "chat"
+        ? [
+            renderChat(request.messages, {
+              tools: request.tools,
+              addGenerationPrompt: request.addGenerationPrompt,
+            }),
+          ]
+        : request.prompts.map((prompt) => (typeof prompt === "string" ? encode(prompt) : prompt));
+    const limit = this.deps.maxModelLen;
+    const where = request.endpoint === "chat" ? "messages" : "prompt";
+    for (const prompt of prompts) {
+      const promptTokens = prompt.length;
+      if (request.maxTokens !== undefined && promptTokens + request.maxTokens > limit) {
+        throw new SimRequestError(
+          `This model's maximum context length is ${limit} tokens. However, you requested ` +
+            `${promptTokens + request.maxTokens} tokens (${promptTokens} in the ${where}, ${request.maxTokens} ` +
+            `in the completion). Please reduce the length of the ${where} or completion.`,
+        );
+      }
+      if (promptTokens >= limit) {
+        throw new SimRequestError(
+          `This model's maximum context length is ${limit} tokens. However, your ${where} resulted in ` +
+            `${promptTokens} tokens. Please reduce the length of the ${where}.`,
+        );
+      }
+    }
+    return prompts;
+  }
+
+  private start(
+    request: GenerateRequest,
+    prompts: number[][],
+    res: ServerResponse,
+    endpoint: "chat" | "completion",
+  ): void {
+    const id = `${endpoint === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`;
+    const choices: EngineRequest[] = [];
+    const promptIndexOfChoice: number[] = [];
+    prompts.forEach((promptTokenIds, promptIndex) => {
+      for (let sample = 0; sample < request.n; sample++) {
+        promptIndexOfChoice.push(promptIndex);
+        choices.push(
+          createEngineRequest({
+            id: `${id}-${choices.length}`,
+            promptTokenIds,
+            maxTokens: request.maxTokens,
+            maxModelLen: this.deps.maxModelLen,
+            stop: this.deps.profile.stop,
+            seed: request.seed ?? this.deps.seed,
+            choiceIndex: sample,
+            cacheSalt: request.cacheSalt,
+          }),
+        );
+      }
+    });
+    const loop = this.deps.loop;
+    const response = new GenerationResponse({
+      res,
+      endpoint,
+      identity: { id, created: nowSeconds(), model: this.deps.model },
+      stream: request.stream,
+      includeUsage: request.includeUsage,
+      choices,
+      promptIndexOfChoice,
+      promptTokens: prompts.reduce((sum, prompt) => sum + prompt.length, 0),
+      currentFault: () => this.fault,
+      abort: (requests) => {
+        for (const engineRequest of requests) loop.abort(engineRequest.id);
+      },
+      onOutcome: (outcome, totals) => this.record(outcome, totals),
+    });
+    for (const choice of choices) loop.submit(choice, response);
+  }
+
+  private record(outcome: "served" | "aborted" | "cut" | "stalled", totals: Usage | undefined): void {
+    if (outcome === "aborted") this.counters.requestsAborted += 1;
+    else if (outcome === "served") this.counters.requestsServed += 1;
+    else this.counters.requestsFailed += 1;
+    if (totals) {
+      this.counters.promptTokens += totals.prompt_tokens;
+      this.counters.cachedTokens += totals.prompt_tokens_details.cached_tokens;
+      this.counters.completionTokens += totals.completion_tokens;
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        resolve();
+      }, ms);
+      this.timers.add(timer);
+    });
+  }
+}

@@ -1,0 +1,128 @@
+// Shared fixtures for the affinity tests: candidates, a counting recorder, UUID-like ids from a seeded source.
+import { hashString } from "../../src/affinity/hash.js";
+import {
+  AffinityScheduler,
+  type AffinityRecorder,
+  type BackendState,
+  type SchedulingCandidate,
+} from "../../src/affinity/scheduler.js";
+import { StickyTable } from "../../src/affinity/sticky-table.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { SeededRandom } from "../../src/core/random.js";
+
+/** A mutable candidate, as the registry's Backend is: tests flip state and inflight in place. */
+export interface TestCandidate extends SchedulingCandidate {
+  state: BackendState;
+  inflight: number;
+  weight: number;
+}
+
+export function candidate(
+  id: string,
+  options: Partial<Pick<TestCandidate, "state" | "inflight" | "weight">> = {},
+) {
+  const made: TestCandidate = {
+    id,
+    idHash: hashString(id),
+    weight: options.weight ?? 1,
+    state: options.state ?? "up",
+    inflight: options.inflight ?? 0,
+  };
+  return made;
+}
+
+/** `count` candidates named `${prefix}-0` ... */
+export function candidates(count: number, prefix = "engine"): TestCandidate[] {
+  return Array.from({ length: count }, (_, i) => candidate(`${prefix}-${i}`));
+}
+
+/** Plain counters per tier, and the raw call log (to check that broken is reported once, with its count). */
+export class CountingRecorder implements AffinityRecorder {
+  readonly hits = new Map<string, number>();
+  readonly misses = new Map<string, number>();
+  readonly brokenCounts = new Map<string, number>();
+  readonly brokenCalls: { tier: string; count: number }[] = [];
+
+  hit(tier: string): void {
+    this.hits.set(tier, (this.hits.get(tier) ?? 0) + 1);
+  }
+
+  miss(tier: string): void {
+    this.misses.set(tier, (this.misses.get(tier) ?? 0) + 1);
+  }
+
+  broken(tier: string, count: number): void {
+    this.brokenCalls.push({ tier, count });
+    this.brokenCounts.set(tier, (this.brokenCounts.get(tier) ?? 0) + count);
+  }
+
+  totals(tier: string): { hits: number; misses: number; broken: number } {
+    return {
+      hits: this.hits.get(tier) ?? 0,
+      misses: this.misses.get(tier) ?? 0,
+      broken: this.brokenCounts.get(tier) ?? 0,
+    };
+  }
+}
+
+const HEX_BYTE = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
+
+function hex8(random: SeededRandom): string {
+  const word = Math.floor(random.next() * 4294967296);
+  return (
+    HEX_BYTE[word >>> 24]! +
+    HEX_BYTE[(word >>> 16) & 0xff]! +
+    HEX_BYTE[(word >>> 8) & 0xff]! +
+    HEX_BYTE[word & 0xff]!
+  );
+}
+
+/** A 36-character UUID-v4-shaped id drawn from `random` (deterministic for a seeded source). */
+export function uuidLike(random: SeededRandom): string {
+  const a = hex8(random);
+  const b = hex8(random);
+  const c = hex8(random);
+  const d = hex8(random);
+  return `${a}-${b.slice(0, 4)}-4${b.slice(5)}-${c.slice(0, 4)}-${c.slice(4)}${d}`;
+}
+
+const idCache = new Map<string, readonly string[]>();
+
+/**
+ * `count` UUID-like session ids from a fixed seed (memoized: several tests share a set). They are distinct:
+ * 128 bits from a 2^32-period generator never repeat within a run (the hash test checks 100,000 of them).
+ */
+export function sessionIds(count: number, seed = 1): readonly string[] {
+  const key = `${count}:${seed}`;
+  let ids = idCache.get(key);
+  if (ids === undefined) {
+    const random = new SeededRandom(seed);
+    ids = Array.from({ length: count }, () => uuidLike(random));
+    idCache.set(key, ids);
+  }
+  return ids;
+}
+
+export interface Harness {
+  scheduler: AffinityScheduler;
+  store: StickyTable;
+  clock: ManualClock;
+  recorder: CountingRecorder;
+}
+
+export function harness(
+  options: { ttlSeconds?: number; rebalance?: boolean; maxBindings?: number; seed?: number } = {},
+): Harness {
+  const store = new StickyTable(options.maxBindings ?? 100_000);
+  const clock = new ManualClock(1_000_000);
+  const recorder = new CountingRecorder();
+  const scheduler = new AffinityScheduler({
+    store,
+    clock,
+    random: new SeededRandom(options.seed ?? 7),
+    recorder,
+    stickyTtlSeconds: options.ttlSeconds ?? 1800,
+    rebalanceOnRecovery: options.rebalance ?? false,
+  });
+  return { scheduler, store, clock, recorder };
+}

@@ -1,0 +1,160 @@
+// sticky_ttl_seconds: 0 disables affinity for real: no bindings, no rendezvous, least in-flight placement.
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import type { BindingStore } from "../../src/affinity/binding-store.js";
+import * as rendezvous from "../../src/affinity/rendezvous.js";
+import { AffinityScheduler } from "../../src/affinity/scheduler.js";
+import { StickyTable } from "../../src/affinity/sticky-table.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { SeededRandom } from "../../src/core/random.js";
+import { candidate, candidates, CountingRecorder, type TestCandidate } from "./helpers.js";
+
+// Every rendezvous entry point the scheduler could use, wrapped in spies that still call through.
+vi.mock("../../src/affinity/rendezvous.js", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("../../src/affinity/rendezvous.js")>();
+  return {
+    ...actual,
+    hashSession: vi.fn(actual.hashSession),
+    rendezvousScore: vi.fn(actual.rendezvousScore),
+    rendezvousWinner: vi.fn(actual.rendezvousWinner),
+    rendezvousRanking: vi.fn(actual.rendezvousRanking),
+  };
+});
+
+/** A store that fails the test if the scheduler touches it at all (beyond onBackendDown's break). */
+function untouchableStore(): BindingStore & { calls: string[] } {
+  const calls: string[] = [];
+  const refuse = (name: string) => () => {
+    calls.push(name);
+    throw new Error(`store.${name} called with affinity disabled`);
+  };
+  return {
+    calls,
+    size: 0,
+    evictions: 0,
+    get: refuse("get"),
+    set: refuse("set"),
+    delete: refuse("delete"),
+    breakBinding: refuse("breakBinding"),
+    breakBackend: () => {
+      calls.push("breakBackend");
+      return 0;
+    },
+    countFor: () => 0,
+    forEachSession: refuse("forEachSession"),
+    sweep: refuse("sweep"),
+  };
+}
+
+function disabled(seed = 7) {
+  const store = untouchableStore();
+  const recorder = new CountingRecorder();
+  const scheduler = new AffinityScheduler({
+    store,
+    clock: new ManualClock(0),
+    random: new SeededRandom(seed),
+    recorder,
+    stickyTtlSeconds: 0,
+    rebalanceOnRecovery: true,
+  });
+  return { scheduler, store, recorder };
+}
+
+function tally(picks: readonly string[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const id of picks) counts.set(id, (counts.get(id) ?? 0) + 1);
+  return counts;
+}
+
+describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
+  beforeEach(() => {
+    vi.mocked(rendezvous.hashSession).mockClear();
+    vi.mocked(rendezvous.rendezvousScore).mockClear();
+    vi.mocked(rendezvous.rendezvousWinner).mockClear();
+    vi.mocked(rendezvous.rendezvousRanking).mockClear();
+  });
+
+  it("binds nothing, never calls rendezvous, and reports only misses (reason affinity_disabled)", () => {
+    const { scheduler, store, recorder } = disabled();
+    const list = candidates(4);
+    for (let turn = 0; turn < 6; turn++) {
+      const selection = scheduler.selectBackend("session-1", "small", list)!;
+      expect(selection).toMatchObject({ affinityHit: false, reason: "affinity_disabled" });
+    }
+    expect(scheduler.affinityEnabled).toBe(false);
+    expect(store.calls).toEqual([]);
+    expect(rendezvous.hashSession).not.toHaveBeenCalled();
+    expect(rendezvous.rendezvousScore).not.toHaveBeenCalled();
+    expect(rendezvous.rendezvousWinner).not.toHaveBeenCalled();
+    expect(rendezvous.rendezvousRanking).not.toHaveBeenCalled();
+    expect(recorder.totals("small")).toEqual({ hits: 0, misses: 6, broken: 0 });
+  });
+
+  it("control: the spies do see rendezvous when affinity is on (so the checks above are not vacuous)", () => {
+    const { scheduler } = disabled();
+    scheduler.configure(1800, false);
+    expect(() => scheduler.selectBackend("s", "small", candidates(2))).toThrow(/store\.get/);
+    const enabled = new AffinityScheduler({
+      store: new StickyTable(8),
+      clock: new ManualClock(0),
+      random: new SeededRandom(1),
+      recorder: new CountingRecorder(),
+      stickyTtlSeconds: 1800,
+    });
+    enabled.selectBackend("s", "small", candidates(2));
+    expect(rendezvous.hashSession).toHaveBeenCalledTimes(1);
+    expect(rendezvous.rendezvousWinner).toHaveBeenCalledTimes(1);
+  });
+
+  it("counts nothing as broken and moves nothing on failures, outages and recoveries", () => {
+    const { scheduler, store, recorder } = disabled();
+    const list = candidates(3);
+    scheduler.selectBackend("s", "small", list);
+    scheduler.onAttemptFailed("s", "small", "engine-0");
+    expect(scheduler.onBackendDown("engine-0", "small")).toBe(0);
+    expect(scheduler.onBackendUp("engine-0", list)).toBe(0);
+    expect(recorder.totals("small")).toEqual({ hits: 0, misses: 1, broken: 0 });
+    expect(store.calls.filter((c) => c !== "breakBackend")).toEqual([]);
+    expect(rendezvous.rendezvousWinner).not.toHaveBeenCalled();
+  });
+
+  it("picks the least in-flight backend that is up and not excluded", () => {
+    const { scheduler } = disabled();
+    const list = [
+      candidate("busy", { inflight: 9 }),
+      candidate("idle-but-draining", { inflight: 0, state: "draining" }),
+      candidate("idle-but-down", { inflight: 0, state: "down" }),
+      candidate("light", { inflight: 2 }),
+      candidate("medium", { inflight: 4 }),
+    ];
+    for (let i = 0; i < 50; i++)
+      expect(scheduler.selectBackend("s", "small", list)!.backend.id).toBe("light");
+    expect(scheduler.selectBackend("s", "small", list, new Set(["light"]))!.backend.id).toBe("medium");
+  });
+
+  it("breaks ties with the seeded random source, so same-session requests spread evenly over tied backends", () => {
+    const { scheduler } = disabled(42);
+    const list: TestCandidate[] = [
+      candidate("a", { inflight: 1 }),
+      candidate("b", { inflight: 1 }),
+      candidate("c", { inflight: 5 }),
+      candidate("d", { inflight: 1 }),
+    ];
+    const picks = Array.from(
+      { length: 3_000 },
+      () => scheduler.selectBackend("same-session", "small", list)!.backend.id,
+    );
+    const counts = tally(picks);
+    expect(counts.get("c")).toBeUndefined();
+    for (const id of ["a", "b", "d"]) expect(Math.abs(counts.get(id)! - 1_000)).toBeLessThan(100);
+  });
+
+  it("replays exactly for the same seed and differs for another", () => {
+    const list = candidates(4);
+    const run = (seed: number) => {
+      const { scheduler } = disabled(seed);
+      return Array.from({ length: 40 }, () => scheduler.selectBackend("s", "small", list)!.backend.id);
+    };
+    expect(run(5)).toEqual(run(5));
+    expect(run(5)).not.toEqual(run(6));
+  });
+});
