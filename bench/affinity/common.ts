@@ -25,7 +25,14 @@ export function engines(count: number): Backend[] {
     { length: count },
     (_, i) =>
       new Backend(
-        { id: `small-${i}`, tier: "small", base_url: `http://10.0.0.${i}:8000`, model: "m", max_inflight: 64, weight: 1 },
+        {
+          id: `small-${i}`,
+          tier: "small",
+          base_url: `http://10.0.0.${i}:8000`,
+          model: "m",
+          max_inflight: 64,
+          weight: 1,
+        },
         { failuresToMarkDown: 3, successesToMarkUp: 2 },
       ),
   );

@@ -34,7 +34,8 @@ function footprint(): Footprint {
 }
 
 function fill(table: StickyTable, ids: () => string, count: number, startMs: number): void {
-  for (let i = 0; i < count; i++) table.set(ids(), BACKENDS[i % BACKENDS.length]!, startMs + i + TTL_MS, startMs + i);
+  for (let i = 0; i < count; i++)
+    table.set(ids(), BACKENDS[i % BACKENDS.length]!, startMs + i + TTL_MS, startMs + i);
 }
 
 function report(label: string, before: Footprint, after: Footprint): void {

@@ -1,6 +1,6 @@
 // The session-affinity scheduler: sticky bindings over rendezvous hashing, with the seed note's exact semantics.
 import type { Clock } from "../core/clock.js";
-import type { Random } from "../core/random.js";
+import type { Balancer } from "./balancers.js";
 import { BROKEN, EXPIRED, type BindingStore } from "./binding-store.js";
 import { hashSession, rendezvousRanking, rendezvousWinner, type RendezvousCandidate } from "./rendezvous.js";
 
@@ -21,8 +21,8 @@ export type SelectionReason =
   | "rebind_backend_down" // the pinned backend went down or failed a request: rendezvous over the rest
   | "rebind_tier_changed" // the session's binding is to a backend of another tier
   | "failover" // an earlier attempt of this request failed: next backend of the ranking
-  | "affinity_disabled" // sticky_ttl_seconds is 0: least in-flight backend
-  | "no_session"; // no session id: least in-flight backend
+  | "affinity_disabled" // sticky_ttl_seconds is 0: the balancer picks (least in-flight by default)
+  | "no_session"; // no session id: the balancer picks
 
 export interface Selection<T extends SchedulingCandidate> {
   readonly backend: T;
@@ -40,8 +40,8 @@ export interface AffinityRecorder {
 export interface AffinitySchedulerOptions {
   store: BindingStore;
   clock: Clock;
-  /** Breaks ties among equally loaded backends when affinity does not decide. */
-  random: Random;
+  /** Places requests when affinity does not decide (TTL 0, no session id). */
+  balancer: Balancer;
   recorder: AffinityRecorder;
   /** 0 disables affinity: no bindings, no rendezvous. */
   stickyTtlSeconds: number;
@@ -53,7 +53,7 @@ const NO_EXCLUSIONS: ReadonlySet<string> = new Set();
 export class AffinityScheduler {
   private readonly store: BindingStore;
   private readonly clock: Clock;
-  private readonly random: Random;
+  private balancer: Balancer;
   private readonly recorder: AffinityRecorder;
   private ttlMs: number;
   private rebalanceOnRecovery: boolean;
@@ -61,7 +61,7 @@ export class AffinityScheduler {
   constructor(options: AffinitySchedulerOptions) {
     this.store = options.store;
     this.clock = options.clock;
-    this.random = options.random;
+    this.balancer = options.balancer;
     this.recorder = options.recorder;
     this.ttlMs = options.stickyTtlSeconds * 1000;
     this.rebalanceOnRecovery = options.rebalanceOnRecovery ?? false;
@@ -72,9 +72,10 @@ export class AffinityScheduler {
   }
 
   /** Applies a reloaded config; existing bindings keep their expiry until next used. */
-  configure(stickyTtlSeconds: number, rebalanceOnRecovery: boolean): void {
+  configure(stickyTtlSeconds: number, rebalanceOnRecovery: boolean, balancer: Balancer): void {
     this.ttlMs = stickyTtlSeconds * 1000;
     this.rebalanceOnRecovery = rebalanceOnRecovery;
+    this.balancer = balancer;
   }
 
   /**
@@ -88,7 +89,7 @@ export class AffinityScheduler {
     exclude: ReadonlySet<string> = NO_EXCLUSIONS,
   ): Selection<T> | undefined {
     if (sessionId === undefined || this.ttlMs <= 0) {
-      const backend = this.leastLoaded(candidates, exclude);
+      const backend = this.balancer.pick(tier, candidates, (c) => c.state === "up" && !exclude.has(c.id));
       if (backend === undefined) return undefined;
       this.recorder.miss(tier);
       return {
@@ -180,27 +181,6 @@ export class AffinityScheduler {
     }
     for (const sessionId of moving) this.store.set(sessionId, backendId, nowMs + this.ttlMs, nowMs);
     return moving.length;
-  }
-
-  /** Least in-flight among backends taking new sessions; ties broken by the seeded random source. */
-  private leastLoaded<T extends SchedulingCandidate>(
-    candidates: readonly T[],
-    exclude: ReadonlySet<string>,
-  ): T | undefined {
-    let best: T | undefined;
-    let ties = 0;
-    for (const candidate of candidates) {
-      if (candidate.state !== "up" || exclude.has(candidate.id)) continue;
-      if (best === undefined || candidate.inflight < best.inflight) {
-        best = candidate;
-        ties = 1;
-      } else if (candidate.inflight === best.inflight) {
-        ties++;
-        // Reservoir sampling: each of the tied backends ends up chosen with probability 1/ties.
-        if (this.random.next() * ties < 1) best = candidate;
-      }
-    }
-    return best;
   }
 }
 

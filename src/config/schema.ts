@@ -1,5 +1,6 @@
 // The gateway's configuration schema: the only source of config types, defaults and validation messages.
 import { z } from "zod";
+import { BALANCER_NAMES } from "../affinity/balancers.js";
 
 const positiveInt = (what: string) =>
   z
@@ -95,6 +96,10 @@ const affinitySchema = z.strictObject({
   /** false: sessions that moved during an outage stay where their cache is now warm. */
   rebalance_on_backend_recovery: z.boolean({ error: "must be true or false" }).default(false),
   max_bindings: positiveInt("a positive integer").default(1_000_000),
+  /** Placement when affinity does not decide (TTL 0, no session id). */
+  balancer: z
+    .enum(BALANCER_NAMES, { error: `must be one of ${BALANCER_NAMES.join(", ")}` })
+    .default("least_inflight"),
 });
 
 const healthSchema = z.strictObject({

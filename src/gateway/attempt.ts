@@ -16,8 +16,10 @@ export interface AttemptPlan {
   meta: AgentServeMetadata;
   /** Extra response headers (request id). */
   headers: Record<string, string>;
-  /** The request's own signal: client gone or deadline passed. */
-  signal: AbortSignal;
+  /** Aborts this attempt: the request was cancelled, the backend went down, or the first byte is late. */
+  controller: AbortController;
+  /** Why the whole request was cancelled (client gone, deadline), if it was. */
+  cancelled: () => Error | undefined;
   /** Called once, when the first byte is about to reach the client (no retry after this). */
   onCommit: () => void;
 }
@@ -33,7 +35,7 @@ const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
 
 /**
  * Runs one attempt. Throws AttemptFailure when the engine failed before anything reached the client (the
- * caller may retry elsewhere); rethrows the request signal's reason when the client went away.
+ * caller may retry elsewhere); rethrows the request's cancel reason when the client went away.
  */
 export async function runAttempt(
   rt: GatewayRuntime,
@@ -41,9 +43,9 @@ export async function runAttempt(
   res: ServerResponse,
 ): Promise<AttemptResult> {
   const { backend } = plan;
-  const attemptController = new AbortController();
+  const attemptController = plan.controller;
   const untrack = rt.attempts.track(backend.id, attemptController);
-  const signal = AbortSignal.any([plan.signal, attemptController.signal]);
+  const signal = attemptController.signal;
   // Our own timer rather than undici's headersTimeout: undici's timers tick once a second, and this one
   // must also cover a stream's first chunk. It is cleared when the first byte is about to reach the client.
   const firstByteTimer = setTimeout(
@@ -56,8 +58,8 @@ export async function runAttempt(
     plan.onCommit();
   };
   const failed = (err: unknown): Error => {
-    if (plan.signal.aborted)
-      return plan.signal.reason instanceof Error ? plan.signal.reason : new Error("aborted");
+    const cancelled = plan.cancelled();
+    if (cancelled !== undefined) return cancelled;
     const abandoned = attemptController.signal.aborted
       ? (attemptController.signal.reason as AbandonReason)
       : undefined;
@@ -163,7 +165,7 @@ async function relayStream(
     if (!splicer.sawDone) streamError = `backend ${plan.backend.id} ended the stream without [DONE]`;
   } catch (err) {
     const failure = failed(err);
-    if (plan.signal.aborted) throw failure; // the client left: nothing more to write
+    if (plan.cancelled() !== undefined) throw failure; // the client left: nothing more to write
     streamError = failure.message;
     if (failure instanceof AttemptFailure && failure.healthSignal) {
       rt.registry.recordOutcome(plan.backend, false, "request");

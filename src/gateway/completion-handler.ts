@@ -20,7 +20,6 @@ export async function handleCompletion(
   req: IncomingMessage,
   res: ServerResponse,
   ctx: RequestContext,
-  signal: AbortSignal,
 ): Promise<void> {
   const client = parseClientHeaders(req.headers);
   ctx.sessionId = client.sessionId;
@@ -62,9 +61,12 @@ export async function handleCompletion(
     rt.metrics.selection(tier, selection.reason);
     if (ctx.attempts > 1) rt.metrics.retry(tier);
 
+    const controller = new AbortController();
+    ctx.activeAttempt = controller;
+    if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
     const waitStartedMs = rt.clock.nowMs();
     try {
-      const pending = rt.slots.acquire(backend, signal);
+      const pending = rt.slots.acquire(backend, controller.signal);
       if (pending !== undefined) await pending;
     } catch (err) {
       if (err instanceof SlotUnavailableError) {
@@ -96,7 +98,8 @@ export async function handleCompletion(
             attempts: ctx.attempts,
           },
           headers: { "x-request-id": ctx.requestId },
-          signal,
+          controller,
+          cancelled: () => ctx.cancelReason,
           onCommit: () => {
             committed = true;
           },

@@ -2,6 +2,7 @@
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { pino, type Logger } from "pino";
+import { createBalancer } from "../affinity/balancers.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { BackendSlots } from "../admission/backend-slots.js";
@@ -55,6 +56,7 @@ export class Gateway {
   private readonly server: Server;
   private readonly health: HealthChecker;
   private readonly store: StickyTable;
+  private readonly random: Random;
   private readonly sweepTimer: NodeJS.Timeout;
   private accepting = true;
   private activeRequests = 0;
@@ -73,6 +75,8 @@ export class Gateway {
       maxQueueSize: config.admission.max_queue_size,
       queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
     });
+    const random = options.random ?? new SeededRandom(0x5eed);
+    this.random = random;
     const store = new StickyTable(config.affinity.max_bindings);
     this.store = store;
     const metrics = new GatewayMetrics({
@@ -89,7 +93,7 @@ export class Gateway {
     const scheduler = new AffinityScheduler({
       store: this.store,
       clock,
-      random: options.random ?? new SeededRandom(0x5eed),
+      balancer: createBalancer(config.affinity.balancer, random),
       recorder: metrics,
       stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
       rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
@@ -189,7 +193,11 @@ export class Gateway {
       rt.pools.drop(backend.id);
       changed.push(`removed backend ${backend.id} (${broken} bindings broken)`);
     }
-    rt.scheduler.configure(config.affinity.sticky_ttl_seconds, config.affinity.rebalance_on_backend_recovery);
+    rt.scheduler.configure(
+      config.affinity.sticky_ttl_seconds,
+      config.affinity.rebalance_on_backend_recovery,
+      createBalancer(config.affinity.balancer, this.random),
+    );
     rt.slots.configure({
       maxQueueSize: config.admission.max_queue_size,
       queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,

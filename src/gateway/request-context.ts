@@ -18,4 +18,15 @@ export interface RequestContext {
   errorCode?: string;
   streamError?: string;
   clientClosed?: boolean;
+  /** Set once when the client leaves or the deadline passes; the request stops at its next step. */
+  cancelReason?: Error;
+  /** The attempt in progress: cancelling the request aborts it (one controller per attempt, none per request). */
+  activeAttempt?: AbortController;
+}
+
+/** Cancels a request: records why and aborts its attempt in progress (queued or talking to an engine). */
+export function cancelRequest(ctx: RequestContext, reason: Error): void {
+  if (ctx.cancelReason !== undefined) return;
+  ctx.cancelReason = reason;
+  ctx.activeAttempt?.abort(reason);
 }

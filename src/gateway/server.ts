@@ -4,21 +4,16 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { GatewayError, toGatewayError } from "../core/errors.js";
 import { handleAdmin, type AdminActions } from "./admin-handler.js";
 import { handleCompletion } from "./completion-handler.js";
-import type { RequestContext } from "./request-context.js";
+import { cancelRequest, type RequestContext } from "./request-context.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { writeJson } from "./write-json.js";
 
-/** The reason a request's signal carries when its client disconnected. */
+/** The cancel reason of a request whose client disconnected. */
 export class ClientClosedError extends Error {
   override name = "ClientClosedError";
 }
 
-type Handler = (
-  req: IncomingMessage,
-  res: ServerResponse,
-  ctx: RequestContext,
-  signal: AbortSignal,
-) => Promise<void>;
+type Handler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) => Promise<void>;
 
 /** Non-standard but widely understood: the client closed the connection before the response was complete. */
 const CLIENT_CLOSED_STATUS = 499;
@@ -30,14 +25,8 @@ export interface ServerHooks extends AdminActions {
 
 export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Server {
   const routes = new Map<string, Handler>([
-    [
-      "POST /v1/chat/completions",
-      (req, res, ctx, signal) => handleCompletion(rt, "chat", req, res, ctx, signal),
-    ],
-    [
-      "POST /v1/completions",
-      (req, res, ctx, signal) => handleCompletion(rt, "completions", req, res, ctx, signal),
-    ],
+    ["POST /v1/chat/completions", (req, res, ctx) => handleCompletion(rt, "chat", req, res, ctx)],
+    ["POST /v1/completions", (req, res, ctx) => handleCompletion(rt, "completions", req, res, ctx)],
     ["GET /v1/models", async (_req, res) => writeJson(res, 200, listModels(rt))],
     ["GET /healthz", async (_req, res) => writeJson(res, 200, { status: "ok" })],
     ["GET /readyz", async (_req, res) => readiness(rt, res)],
@@ -77,16 +66,15 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       attempts: 0,
       queueWaitMs: 0,
     };
-    const controller = new AbortController();
     const deadline = setTimeout(
-      () => controller.abort(new GatewayError("upstream_timeout", "request deadline passed")),
+      () => cancelRequest(ctx, new GatewayError("upstream_timeout", "request deadline passed")),
       rt.settings.requestTimeoutMs,
     );
     res.on("close", () => {
       clearTimeout(deadline);
       if (!res.writableFinished) {
         ctx.clientClosed = true;
-        controller.abort(new ClientClosedError("client closed the connection"));
+        cancelRequest(ctx, new ClientClosedError("client closed the connection"));
       }
       finish(ctx, res);
     });
@@ -94,14 +82,14 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       if (!hooks.accepting())
         throw new GatewayError("shutting_down", "the gateway is shutting down", { retryAfterSeconds: 1 });
       const handler = routes.get(`${method} ${path}`);
-      if (handler !== undefined) await handler(req, res, ctx, controller.signal);
+      if (handler !== undefined) await handler(req, res, ctx);
       else if (path === "/admin" || path.startsWith("/admin/")) await handleAdmin(rt, hooks, req, res, path);
       else if (knownPaths.has(path))
         throw new GatewayError("method_not_allowed", `${method} is not allowed on ${path}`);
       else throw new GatewayError("not_found", `no route ${method} ${path}`);
     } catch (err) {
       if (ctx.clientClosed) return;
-      const reason = controller.signal.aborted ? controller.signal.reason : err;
+      const reason = ctx.cancelReason ?? err;
       const error = toGatewayError(reason instanceof GatewayError ? reason : err);
       if (error.code === "internal_error")
         rt.logger.error({ reqId: ctx.requestId, err: error.cause }, "internal error");

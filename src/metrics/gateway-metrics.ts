@@ -88,6 +88,10 @@ export class GatewayMetrics implements AffinityRecorder {
   private readonly missChildren = new ChildCache((tier) => this.affinityMisses.labels(tier));
   private readonly durationChildren = new ChildCache((tier) => this.duration.labels(tier));
   private readonly ttftChildren = new ChildCache((tier) => this.ttft.labels(tier));
+  private readonly requestChildren = new ChildCache((key) => {
+    const [tier, backend, status] = key.split("\u0000") as [string, string, string];
+    return this.requests.labels(tier, backend, status);
+  });
 
   constructor(source: GaugeSource) {
     const registers = [this.registry];
@@ -159,7 +163,7 @@ export class GatewayMetrics implements AffinityRecorder {
   }
 
   requestDone(tier: string, backend: string, status: number, durationSeconds: number): void {
-    this.requests.labels(tier, backend, String(status)).inc();
+    this.requestChildren.get(`${tier}\u0000${backend}\u0000${status}`).inc();
     this.durationChildren.get(tier).observe(durationSeconds);
   }
 

@@ -88,6 +88,9 @@ export class BlockPool {
 
   /** Records that a full, computed block holds the contents with this key. */
   register(blockId: number, key: number): void {
+    const previous = this.keys[blockId] as number;
+    if (!Number.isNaN(previous) && this.blockByKey.get(previous) === blockId)
+      this.blockByKey.delete(previous);
     this.keys[blockId] = key;
     // A concurrent request may have computed the same contents first; the index keeps that one.
     if (!this.blockByKey.has(key)) this.blockByKey.set(key, blockId);

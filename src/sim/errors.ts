@@ -1,6 +1,6 @@
 // Request errors and the one place they become HTTP responses in vLLM's error envelope.
 //
-// vLLM up to 0.9 answered `{"object":"error","message","type","param","code"}`; later releases answer
+// Older vLLM releases answered `{"object":"error","message","type","param","code"}`; recent ones answer
 // `{"error":{"message","type","param","code"}}`. The simulator sends both shapes in one object, so clients written
 // against either (including the official openai SDK, which reads `error`) see what they expect.
 import type { ServerResponse } from "node:http";

@@ -42,6 +42,8 @@ export class GenerationResponse implements RequestListener {
   private readonly sse: SseChunks | undefined;
   private remaining: number;
   private chunksSent = 0;
+  /** SSE events produced by the current engine step, written together. */
+  private readonly pending: string[] = [];
   private settled = false;
 
   constructor(private readonly options: GenerationResponseOptions) {
@@ -71,27 +73,32 @@ export class GenerationResponse implements RequestListener {
     const reason: FinishReasonOut | null = last ? request.plannedFinishReason : null;
     if (this.options.endpoint === "chat" && !this.started.has(index)) {
       this.started.add(index);
-      if (!this.send(this.sse.role(index))) return;
+      this.pending.push(this.sse.role(index));
     }
-    this.send(this.sse.delta(index, text, reason));
+    this.pending.push(this.sse.delta(index, text, reason));
+    // The last token is followed at once by onFinish, which sends it together with the closing events.
+    if (!last) this.flush(false);
   }
 
   onFinish(request: EngineRequest): void {
     if (this.settled) return;
     if (request.finishReason === "abort") {
       // The engine itself went away (shutdown or die): so does the connection.
+      this.pending.length = 0;
       this.settle("aborted", undefined);
       this.options.res.destroy();
       return;
     }
     this.remaining -= 1;
-    if (this.remaining > 0) return;
+    if (this.remaining > 0) {
+      this.flush(false);
+      return;
+    }
     const totals = this.usage();
     if (this.sse) {
-      if (this.options.includeUsage && !this.send(this.sse.usage(totals))) return;
-      if (!this.send(SSE_DONE)) return;
-      this.options.res.end();
-      this.settle("served", totals);
+      if (this.options.includeUsage) this.pending.push(this.sse.usage(totals));
+      this.pending.push(SSE_DONE);
+      if (this.flush(true)) this.settle("served", totals);
       return;
     }
     this.finishJson(totals);
@@ -143,23 +150,36 @@ export class GenerationResponse implements RequestListener {
     this.settle("served", totals);
   }
 
-  /** Writes one SSE event unless a fault intervenes; false once the response is settled. */
-  private send(event: string): boolean {
+  /**
+   * Writes the queued SSE events in one socket write (ending the response if `end`), unless a fault intervenes.
+   * Returns false when the response was cut or stalled instead.
+   */
+  private flush(end: boolean): boolean {
+    const events = this.pending;
+    if (events.length === 0 && !end) return true;
     const fault = this.options.currentFault();
     if (fault.kind === "hang") {
       // A hung engine stops mid-stream and never resumes this response; its work is dropped.
+      events.length = 0;
       this.settle("stalled", undefined);
       this.options.abort(this.options.choices);
       return false;
     }
-    if (fault.kind === "cut_stream" && this.chunksSent >= fault.afterChunks) {
+    const res = this.options.res;
+    if (fault.kind === "cut_stream" && this.chunksSent + events.length > fault.afterChunks) {
+      const allowed = Math.max(0, fault.afterChunks - this.chunksSent);
+      if (allowed > 0) res.write(events.slice(0, allowed).join(""));
+      events.length = 0;
       this.settle("cut", undefined);
       this.options.abort(this.options.choices);
-      this.options.res.destroy();
+      res.destroy();
       return false;
     }
-    this.chunksSent += 1;
-    this.options.res.write(event);
+    this.chunksSent += events.length;
+    const data = events.length === 1 ? (events[0] as string) : events.join("");
+    events.length = 0;
+    if (end) res.end(data);
+    else res.write(data);
     return true;
   }
 

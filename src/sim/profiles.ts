@@ -77,8 +77,8 @@ const CHAT_REPLY_STOP: StopDistribution = { medianTokens: 200, sigma: 0.7 };
  * Fit to [Q25]: a batch-1 decode step at ~1k context takes 1000 / 84.28 = 11.87 ms. The extra time per input token
  * of the longer-input rows, (2048 / speed - 2048 / 84.28) / input, is 0.176, 0.144 and 0.157 ms; it is the prefill
  * of that token plus 2048 decode steps reading its KV. kvReadMsPerToken is 57,344 B at ~95% of [A100]'s 2.04 TB/s;
- * prefill at 0.075 ms/token is ~65% of the 312 TFLOPS peak for 15.2 GFLOP/token. The model reproduces the four
- * [Q25] rows within -19%..+7% (test/sim/calibration.test.ts).
+ * prefill at 0.075 ms/token is ~65% of the 312 TFLOPS peak for 15.2 GFLOP/token. With the 2048-token chunked
+ * prefill, the model reproduces the four [Q25] rows within 1.5% (test/sim/calibration.test.ts checks 5%).
  */
 const QWEN25_7B: SimProfile = {
   name: "qwen2.5-7b",

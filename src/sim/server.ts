@@ -44,17 +44,17 @@ export interface ServerCounters {
   completionTokens: number;
 }
 
-const ROUTES: Record<string, readonly string[]> = {
-  "/health": ["GET"],
-  "/ping": ["GET", "POST"],
-  "/version": ["GET"],
-  "/metrics": ["GET"],
-  "/v1/models": ["GET"],
-  "/v1/chat/completions": ["POST"],
-  "/v1/completions": ["POST"],
-  "/sim/fault": ["GET", "POST"],
-  "/sim/stats": ["GET"],
-};
+const ROUTES = new Map<string, readonly string[]>([
+  ["/health", ["GET"]],
+  ["/ping", ["GET", "POST"]],
+  ["/version", ["GET"]],
+  ["/metrics", ["GET"]],
+  ["/v1/models", ["GET"]],
+  ["/v1/chat/completions", ["POST"]],
+  ["/v1/completions", ["POST"]],
+  ["/sim/fault", ["GET", "POST"]],
+  ["/sim/stats", ["GET"]],
+]);
 
 function sendJson(res: ServerResponse, status: number, value: unknown): void {
   const body = JSON.stringify(value);
@@ -72,8 +72,8 @@ export class SimServer {
   private readonly timers = new Set<NodeJS.Timeout>();
   private fault: SimFault = HEALTHY;
   private dead = false;
-  private closing: Promise<void> | undefined;
   private readonly closed: Promise<void>;
+  private resolveClosed: () => void = () => undefined;
   readonly counters: ServerCounters = {
     requestsReceived: 0,
     requestsServed: 0,
@@ -86,14 +86,24 @@ export class SimServer {
   };
 
   constructor(private readonly deps: SimServerDeps) {
-    this.http = createServer({ keepAlive: true, noDelay: true }, (req, res) => this.route(req, res));
+    this.http = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
+      try {
+        this.route(req, res);
+      } catch (err) {
+        // Never let one bad request take the whole engine down.
+        this.fail(res, err);
+      }
+    });
     this.http.keepAliveTimeout = SIM_DEFAULTS.keepAliveTimeoutMs;
     this.http.headersTimeout = SIM_DEFAULTS.headersTimeoutMs;
     this.http.on("connection", (socket: Socket) => {
       this.sockets.add(socket);
       socket.on("close", () => this.sockets.delete(socket));
     });
-    this.closed = new Promise((resolve) => this.http.once("close", () => resolve()));
+    this.closed = new Promise((resolve) => {
+      this.resolveClosed = resolve;
+    });
+    this.http.once("close", () => this.resolveClosed());
   }
 
   listen(host: string, port: number): Promise<number> {
@@ -102,17 +112,16 @@ export class SimServer {
       this.http.once("error", onError);
       this.http.listen(port, host, () => {
         this.http.off("error", onError);
-        resolve((this.http.address() as AddressInfo).port);
+        const bound = (this.http.address() as AddressInfo).port;
+        // Closed (or killed) while binding: give the port straight back.
+        if (this.dead) this.http.close();
+        resolve(bound);
       });
     });
   }
 
   get currentFault(): SimFault {
     return this.fault;
-  }
-
-  get isDead(): boolean {
-    return this.dead;
   }
 
   setFault(fault: SimFault): void {
@@ -123,11 +132,8 @@ export class SimServer {
 
   /** Stops listening, drops every connection and aborts all engine work. */
   close(): Promise<void> {
-    if (!this.closing) {
-      this.closing = this.closed;
-      this.shutdown();
-    }
-    return this.closing;
+    if (!this.dead) this.shutdown();
+    return this.closed;
   }
 
   private die(): void {
@@ -141,7 +147,7 @@ export class SimServer {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     if (this.http.listening) this.http.close();
-    else this.http.emit("close");
+    else this.resolveClosed();
     this.deps.loop.stop();
     for (const socket of this.sockets) socket.destroy();
   }
@@ -150,7 +156,7 @@ export class SimServer {
     const url = req.url ?? "/";
     const query = url.indexOf("?");
     const path = query < 0 ? url : url.slice(0, query);
-    const methods = ROUTES[path];
+    const methods = ROUTES.get(path);
     if (!methods) return sendRouteError(res, 404);
     if (!methods.includes(req.method ?? "")) return sendRouteError(res, 405);
     if (path.startsWith("/sim/")) {

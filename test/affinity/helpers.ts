@@ -1,4 +1,5 @@
 // Shared fixtures for the affinity tests: candidates, a counting recorder, UUID-like ids from a seeded source.
+import { createBalancer } from "../../src/affinity/balancers.js";
 import { hashString } from "../../src/affinity/hash.js";
 import {
   AffinityScheduler,
@@ -119,7 +120,7 @@ export function harness(
   const scheduler = new AffinityScheduler({
     store,
     clock,
-    random: new SeededRandom(options.seed ?? 7),
+    balancer: createBalancer("least_inflight", new SeededRandom(options.seed ?? 7)),
     recorder,
     stickyTtlSeconds: options.ttlSeconds ?? 1800,
     rebalanceOnRecovery: options.rebalance ?? false,

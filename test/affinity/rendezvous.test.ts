@@ -92,6 +92,17 @@ describe("rendezvous balance", () => {
     expect(recorder.totals("small").misses).toBe(100_000);
   });
 
+  it("balances structured ids too (sequential numbers sharing a long prefix)", () => {
+    const list = candidates(16);
+    const ids = Array.from(
+      { length: 50_000 },
+      (_, i) => `agent-run-2024-session-${String(i).padStart(8, "0")}`,
+    );
+    const mean = ids.length / 16;
+    for (const count of shares(ids, list).values())
+      expect(Math.abs(count - mean)).toBeLessThanOrEqual(mean * 0.05);
+  });
+
   it("skews shares in proportion to weight (2 vs 1 -> about 2x)", () => {
     const list = [candidate("heavy", { weight: 2 }), candidate("light-a"), candidate("light-b")];
     const counts = shares(sessionIds(60_000, 8), list);

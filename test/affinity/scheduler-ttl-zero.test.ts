@@ -1,4 +1,5 @@
 // sticky_ttl_seconds: 0 disables affinity for real: no bindings, no rendezvous, least in-flight placement.
+import { createBalancer } from "../../src/affinity/balancers.js";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { BindingStore } from "../../src/affinity/binding-store.js";
 import * as rendezvous from "../../src/affinity/rendezvous.js";
@@ -51,7 +52,7 @@ function disabled(seed = 7) {
   const scheduler = new AffinityScheduler({
     store,
     clock: new ManualClock(0),
-    random: new SeededRandom(seed),
+    balancer: createBalancer("least_inflight", new SeededRandom(seed)),
     recorder,
     stickyTtlSeconds: 0,
     rebalanceOnRecovery: true,
@@ -91,12 +92,12 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
 
   it("control: the spies do see rendezvous when affinity is on (so the checks above are not vacuous)", () => {
     const { scheduler } = disabled();
-    scheduler.configure(1800, false);
+    scheduler.configure(1800, false, createBalancer("least_inflight", new SeededRandom(1)));
     expect(() => scheduler.selectBackend("s", "small", candidates(2))).toThrow(/store\.get/);
     const enabled = new AffinityScheduler({
       store: new StickyTable(8),
       clock: new ManualClock(0),
-      random: new SeededRandom(1),
+      balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: new CountingRecorder(),
       stickyTtlSeconds: 1800,
     });

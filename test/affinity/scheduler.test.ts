@@ -1,3 +1,4 @@
+import { createBalancer } from "../../src/affinity/balancers.js";
 import { describe, expect, it } from "vitest";
 import { AffinityScheduler } from "../../src/affinity/scheduler.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
@@ -120,14 +121,14 @@ describe("AffinityScheduler: TTL on a manual clock", () => {
     const { scheduler, clock } = harness({ ttlSeconds: 60 });
     const list = candidates(2);
     scheduler.selectBackend("s", "small", list);
-    scheduler.configure(10, false);
+    scheduler.configure(10, false, createBalancer("least_inflight", new SeededRandom(1)));
     // The existing binding keeps its 60 s expiry until used; the hit then refreshes it with the new 10 s.
     clock.advance(30_000);
     expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("affinity_hit");
     clock.advance(10_000);
     expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("rebind_expired");
     expect(scheduler.affinityEnabled).toBe(true);
-    scheduler.configure(0, false);
+    scheduler.configure(0, false, createBalancer("least_inflight", new SeededRandom(1)));
     expect(scheduler.affinityEnabled).toBe(false);
     expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("affinity_disabled");
   });
@@ -375,7 +376,7 @@ describe("AffinityScheduler: wiring", () => {
     const scheduler = new AffinityScheduler({
       store,
       clock,
-      random: new SeededRandom(1),
+      balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder,
       stickyTtlSeconds: 1,
     });

@@ -58,6 +58,7 @@ describe("the shipped configs/gateway.yaml", () => {
       sticky_ttl_seconds: 1800,
       rebalance_on_backend_recovery: false,
       max_bindings: 1_000_000,
+      balancer: "least_inflight",
     });
     expect(config.health).toEqual({
       probe_interval_seconds: 10,
@@ -139,6 +140,7 @@ describe("defaults", () => {
       sticky_ttl_seconds: 0,
       rebalance_on_backend_recovery: false,
       max_bindings: 1_000_000,
+      balancer: "least_inflight",
     });
     expect(config.server.port).toBe(0);
     expect(config.server.host).toBe("0.0.0.0");

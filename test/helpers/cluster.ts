@@ -4,6 +4,9 @@ import { parseConfig } from "../../src/config/load.js";
 import type { GatewayConfig } from "../../src/config/schema.js";
 import { Gateway, type GatewayOptions } from "../../src/gateway/gateway.js";
 import { startSimEngine, type SimEngineHandle, type SimEngineOptions } from "../../src/sim/index.js";
+import { metricValue, scrapeMetrics as scrape } from "../../src/study/prometheus-text.js";
+
+export { metricValue, scrape };
 
 export interface EngineSpec {
   id: string;
@@ -114,22 +117,6 @@ export async function chat(
     }
   }
   return { status: response.status, headers: response.headers, json, text };
-}
-
-/** The value of one sample line of a Prometheus text exposition (0 when absent). */
-export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
-  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(name)) continue;
-    const rest = line.slice(name.length);
-    if (rest[0] !== "{" && rest[0] !== " ") continue;
-    if (wanted.every((pair) => rest.includes(pair))) return Number(line.slice(line.lastIndexOf(" ") + 1));
-  }
-  return 0;
-}
-
-export async function scrape(url: string): Promise<string> {
-  return (await fetch(`${url}/metrics`)).text();
 }
 
 export interface AgentServeMeta {

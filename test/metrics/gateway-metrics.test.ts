@@ -1,3 +1,4 @@
+import { createBalancer } from "../../src/affinity/balancers.js";
 import { describe, expect, it } from "vitest";
 import { AffinityScheduler } from "../../src/affinity/scheduler.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
@@ -201,7 +202,7 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
     const scheduler = new AffinityScheduler({
       store: new StickyTable(100),
       clock: new ManualClock(0),
-      random: new SeededRandom(1),
+      balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: metrics,
       stickyTtlSeconds: 1800,
     });

@@ -1,0 +1,215 @@
+// Gateway overhead: the gateway in front of an `instant` simulated engine vs the engine called directly.
+//
+// Three processes: the engine, the gateway (built cli, log level info, its log lines to /dev/null) and this
+// client. Each scenario alternates rounds direct / through the gateway so that machine noise hits both
+// alike, then reports latency percentiles of each and the difference ("added"). With --pin (Linux
+// taskset), the client and the engine share CPU 0 and the gateway has CPU 1, as a gateway would have its
+// own core in production; without it, the three processes compete for the machine's cores.
+//
+//   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin]
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as hdr from "hdr-histogram-js";
+import { Pool } from "undici";
+
+const CLI = fileURLToPath(new URL("../../dist/src/cli.js", import.meta.url));
+const quick = process.argv.includes("--quick");
+const pin = process.argv.includes("--pin");
+const MODEL = "bench-model";
+
+function command(args: string[], cpu: number): [string, string[]] {
+  return pin ? ["taskset", ["-c", String(cpu), process.execPath, CLI, ...args]] : [process.execPath, [CLI, ...args]];
+}
+
+function spawnCli(args: string[], cpu: number, readyPattern: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+  const [file, argv] = command(args, cpu);
+  const child = spawn(file, argv, { stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const onData = (chunk: Buffer): void => {
+      text += chunk.toString();
+      const match = text.match(readyPattern);
+      if (match) {
+        // From here on, output is drained and dropped (as a log shipper would take it).
+        child.stdout!.off("data", onData);
+        child.stdout!.resume();
+        resolve({ child, match });
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`${args[0]} exited ${code}: ${text}`)));
+  });
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The gateway's log lines go to /dev/null, not through a pipe this client would have to drain. */
+async function spawnGateway(config: string, url: string): Promise<ChildProcess> {
+  const [file, argv] = command(["gateway", "--config", config, "--log-level", "info"], 1);
+  const child = spawn(file, argv, { stdio: ["ignore", "ignore", "inherit"] });
+  for (let i = 0; i < 200; i++) {
+    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    if (ok) return child;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error("gateway did not start");
+}
+
+function histogram(): hdr.Histogram {
+  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+}
+
+const body = (stream: boolean): string =>
+  JSON.stringify({
+    model: MODEL,
+    messages: [
+      { role: "system", content: "You are a helpful agent. ".repeat(20) },
+      { role: "user", content: "Summarise the plan in one line." },
+    ],
+    max_tokens: 16,
+    stream,
+  });
+
+interface Sample {
+  totalUs: number;
+  firstByteUs: number;
+}
+
+async function one(pool: Pool, payload: string, session: string): Promise<Sample> {
+  const started = performance.now();
+  const response = await pool.request({
+    path: "/v1/chat/completions",
+    method: "POST",
+    headers: { "content-type": "application/json", "x-session-id": session },
+    body: payload,
+  });
+  let firstByteUs = 0;
+  for await (const chunk of response.body) {
+    if (firstByteUs === 0 && chunk.length > 0) firstByteUs = (performance.now() - started) * 1000;
+  }
+  if (response.statusCode !== 200) throw new Error(`status ${response.statusCode}`);
+  return { totalUs: (performance.now() - started) * 1000, firstByteUs };
+}
+
+/** `count` requests at `concurrency`, closed loop; each worker is its own session. */
+async function round(pool: Pool, payload: string, concurrency: number, count: number, into: { total: hdr.Histogram; first: hdr.Histogram }, tag: string): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, worker) => {
+      while (next < count) {
+        next++;
+        const sample = await one(pool, payload, `${tag}-${worker}`);
+        into.total.recordValue(Math.max(1, Math.round(sample.totalUs)));
+        into.first.recordValue(Math.max(1, Math.round(sample.firstByteUs)));
+      }
+    }),
+  );
+  return count / ((performance.now() - started) / 1000);
+}
+
+function ms(us: number): string {
+  return (us / 1000).toFixed(3);
+}
+
+async function main(): Promise<void> {
+  if (pin) spawnSync("taskset", ["-cp", "0", String(process.pid)], { stdio: "ignore" });
+  const engine = await spawnCli(["sim", "--port", "0", "--profile", "instant", "--model", MODEL], 0, /listening on (http:\/\/\S+)/);
+  const engineUrl = engine.match[1]!;
+  const dir = await mkdtemp(join(tmpdir(), "agent-serve-bench-"));
+  const config = join(dir, "gateway.yaml");
+  const gatewayPort = await freePort();
+  await writeFile(
+    config,
+    `server: {host: 127.0.0.1, port: ${gatewayPort}}\nbackends:\n  - {id: e0, tier: small, base_url: "${engineUrl}", model: ${MODEL}, max_inflight: 1024}\nadmission: {max_queue_size: 4096}\n`,
+  );
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const gateway = await spawnGateway(config, gatewayUrl);
+
+  const rows: string[] = [];
+  const scenarios: { concurrency: number; stream: boolean }[] = [];
+  for (const concurrency of [1, 16, 64]) for (const stream of [false, true]) scenarios.push({ concurrency, stream });
+  const rounds = quick ? 3 : 10;
+  for (const { concurrency, stream } of scenarios) {
+    const perRound = concurrency === 1 ? (quick ? 300 : 1000) : quick ? 1000 : 4000;
+    const direct = new Pool(engineUrl, { connections: concurrency, pipelining: 1 });
+    const viaGateway = new Pool(gatewayUrl, { connections: concurrency, pipelining: 1 });
+    const payload = body(stream);
+    const d = { total: histogram(), first: histogram() };
+    const g = { total: histogram(), first: histogram() };
+    const warm = { total: histogram(), first: histogram() };
+    await round(direct, payload, concurrency, perRound, warm, "warm");
+    await round(viaGateway, payload, concurrency, perRound, warm, "warm");
+    let directRate = 0;
+    let gatewayRate = 0;
+    for (let r = 0; r < rounds; r++) {
+      directRate += await round(direct, payload, concurrency, perRound, d, `d${r}`);
+      gatewayRate += await round(viaGateway, payload, concurrency, perRound, g, `g${r}`);
+    }
+    await direct.close();
+    await viaGateway.close();
+    const p = (h: hdr.Histogram, q: number) => h.getValueAtPercentile(q);
+    rows.push(
+      `| ${concurrency} | ${stream ? "stream" : "json"} | ${ms(p(d.total, 50))} / ${ms(p(d.total, 99))} | ${ms(p(g.total, 50))} / ${ms(p(g.total, 99))} | **${ms(p(g.total, 50) - p(d.total, 50))} / ${ms(p(g.total, 99) - p(d.total, 99))}** | ${stream ? `${ms(p(g.first, 99) - p(d.first, 99))}` : "-"} | ${Math.round(directRate / rounds)} / ${Math.round(gatewayRate / rounds)} |`,
+    );
+    process.stderr.write(`done: c=${concurrency} ${stream ? "stream" : "json"}\n`);
+  }
+
+  // 256 concurrent streams of 256 tokens each: every stream completes, and the longest silence is reported.
+  const streams = 256;
+  const pool = new Pool(gatewayUrl, { connections: streams, pipelining: 1 });
+  const longBody = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "go" }], max_tokens: 256, stream: true });
+  let worstGapMs = 0;
+  let completed = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: streams }, async (_, i) => {
+      const response = await pool.request({
+        path: "/v1/chat/completions",
+        method: "POST",
+        headers: { "content-type": "application/json", "x-session-id": `many-${i}` },
+        body: longBody,
+      });
+      let last = performance.now();
+      let text = "";
+      for await (const chunk of response.body) {
+        const now = performance.now();
+        worstGapMs = Math.max(worstGapMs, now - last);
+        last = now;
+        text += chunk.toString();
+      }
+      if (text.includes("data: [DONE]") && text.includes("x_agent_serve")) completed++;
+    }),
+  );
+  const wallMs = performance.now() - started;
+  await pool.close();
+
+  console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "?"}, node ${process.version}, ${process.platform}/${process.arch}`);
+  console.log(
+    `command: node --import tsx bench/overhead/run.ts${quick ? " --quick" : ""}${pin ? " --pin" : ""}  (${rounds} alternating rounds per scenario)`,
+  );
+  console.log("");
+  console.log("| concurrency | mode | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | added TTFT p99 ms | req/s direct / gateway |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- |");
+  for (const row of rows) console.log(row);
+  console.log("");
+  console.log(`${streams} concurrent streams x 256 tokens: ${completed}/${streams} completed with metadata and [DONE] in ${Math.round(wallMs)} ms; longest gap between chunks ${worstGapMs.toFixed(1)} ms`);
+
+  gateway.kill("SIGTERM");
+  engine.child.kill("SIGTERM");
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

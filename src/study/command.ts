@@ -1,0 +1,114 @@
+// `agent-serve study [NAME]`: runs a load study and writes its report under studies/results/<run-id>/.
+import { parseArgs } from "node:util";
+import { UsageError, type Command } from "../cli/command.js";
+import { terminalProgress, type StudyOptions } from "./progress.js";
+import { markdownTable, writeRun } from "./report-writer.js";
+import type { StudyResult } from "./result.js";
+import { runAffinityStudy } from "./studies/affinity.js";
+import { runFailureStudy } from "./studies/failure.js";
+import { runSaturationStudy } from "./studies/saturation.js";
+import { runSessionsStudy } from "./studies/sessions.js";
+
+interface StudyDefinition {
+  run(options: StudyOptions): Promise<StudyResult>;
+  /** Engine time per wall time when not given: each study sized to take about a minute. */
+  defaultTimeScale: number;
+}
+
+export const STUDIES: Record<string, StudyDefinition> = {
+  affinity: { run: runAffinityStudy, defaultTimeScale: 5 },
+  saturation: { run: runSaturationStudy, defaultTimeScale: 10 },
+  failure: { run: runFailureStudy, defaultTimeScale: 1 },
+  sessions: { run: runSessionsStudy, defaultTimeScale: 8 },
+};
+
+const HELP = `usage: agent-serve study [NAME] [--gateway URL] [--seed N] [--time-scale X] [--out DIR] [--quick]
+
+Runs a load study and prints its results; writes summary.json, requests.csv, report.md and SVG charts
+to DIR/<run-id>/. Without --gateway it starts its own simulated engines and gateway in this process,
+fresh for every condition. Exits 1 when one of the study's checks fails.
+
+studies:
+  affinity     (default) the original's Study 2: affinity ON (12 x 6) vs OFF (72 fresh ids) vs TTL 0
+  saturation   the original's Study 1: concurrency 1, 4, 8, 16 with 2-turn sessions, repeated
+  failure      the original's Study 4: one engine killed and restarted under steady traffic
+  sessions     long agent sessions: affinity vs least-in-flight, round-robin and random
+  all          every study above, one after the other
+
+flags:
+      --gateway URL   drive this running gateway (real engines) instead; conditions that need a
+                      different config or control of an engine are skipped (failure needs control)
+      --seed N        workload seed (default 42): same seed, same prompts and session order
+      --time-scale X  simulated engine time per wall time (default per study: affinity 5,
+                      saturation 10, sessions 8, failure 1); latencies are reported in engine time
+      --out DIR       where run directories go (default studies/results)
+      --quick         small counts (a few seconds per study), for smoke tests
+  -h, --help          this text`;
+
+function runId(name: string, seed: number, now: Date): string {
+  const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `${name}-${stamp}-s${seed}`;
+}
+
+export const studyCommand: Command = {
+  name: "study",
+  summary: "run a load study (affinity, saturation, failure, sessions) and write its report",
+  help: HELP,
+  async run(argv) {
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args: argv,
+        allowPositionals: true,
+        options: {
+          gateway: { type: "string" },
+          seed: { type: "string", default: "42" },
+          "time-scale": { type: "string" },
+          out: { type: "string", default: "studies/results" },
+          quick: { type: "boolean", default: false },
+        },
+      });
+    } catch (err) {
+      throw new UsageError(err instanceof Error ? err.message : String(err));
+    }
+    const { values, positionals } = parsed;
+    if (positionals.length > 1) throw new UsageError("give at most one study name");
+    const name = positionals[0] ?? "affinity";
+    const names = name === "all" ? Object.keys(STUDIES) : [name];
+    if (!names.every((n) => n in STUDIES)) throw new UsageError(`unknown study '${name}'`);
+    const seed = Number(values.seed);
+    if (!Number.isInteger(seed) || seed < 0) throw new UsageError("--seed must be a non-negative integer");
+    const timeScale = values["time-scale"] === undefined ? undefined : Number(values["time-scale"]);
+    if (timeScale !== undefined && !(timeScale > 0)) throw new UsageError("--time-scale must be a positive number");
+    if (values.gateway !== undefined && !/^https?:\/\/[^/]+/.test(values.gateway)) {
+      throw new UsageError("--gateway must be an http(s) URL");
+    }
+
+    let allPassed = true;
+    for (const studyName of names) {
+      const study = STUDIES[studyName]!;
+      const startedAt = new Date();
+      const id = runId(studyName, seed, startedAt);
+      const result = await study.run({
+        seed,
+        timeScale: timeScale ?? study.defaultTimeScale,
+        quick: values.quick,
+        runId: id,
+        progress: terminalProgress(),
+        ...(values.gateway === undefined ? {} : { gatewayUrl: values.gateway }),
+      });
+      const dir = await writeRun(values.out, result, {
+        runId: id,
+        command: `agent-serve study ${["study", ...argv].slice(1).join(" ") || studyName}`.trim(),
+        startedAt,
+        durationSeconds: (Date.now() - startedAt.getTime()) / 1000,
+      });
+      process.stdout.write(`\n# ${result.title}\n\n`);
+      for (const table of result.tables.slice(0, 2)) process.stdout.write(`${table.title}\n\n${markdownTable(table)}\n\n`);
+      for (const check of result.checks) process.stdout.write(`${check.passed ? "PASS" : "FAIL"}  ${check.claim}: ${check.detail}\n`);
+      process.stdout.write(`\nreport: ${dir}/report.md\n`);
+      allPassed &&= result.checks.every((c) => c.passed);
+    }
+    return allPassed ? 0 : 1;
+  },
+};

@@ -1,0 +1,52 @@
+// A one-line progress bar on a terminal (stderr); silent when stderr is not a TTY (CI, pipes, tests).
+
+export interface Progress {
+  start(label: string, total: number): void;
+  tick(failed: boolean): void;
+  done(): void;
+}
+
+export const silentProgress: Progress = { start() {}, tick() {}, done() {} };
+
+export function terminalProgress(stream: NodeJS.WriteStream = process.stderr): Progress {
+  if (!stream.isTTY) return silentProgress;
+  let label = "";
+  let total = 0;
+  let count = 0;
+  let failures = 0;
+  const draw = (): void => {
+    const width = 30;
+    const filled = total === 0 ? 0 : Math.round((count / total) * width);
+    const bar = "#".repeat(Math.min(width, filled)).padEnd(width, ".");
+    stream.write(`\r${label.padEnd(24)} [${bar}] ${count}/${total}${failures > 0 ? ` (${failures} failed)` : ""}`);
+  };
+  return {
+    start(nextLabel, nextTotal) {
+      label = nextLabel;
+      total = nextTotal;
+      count = 0;
+      failures = 0;
+      draw();
+    },
+    tick(failed) {
+      count++;
+      if (failed) failures++;
+      draw();
+    },
+    done() {
+      stream.write("\n");
+    },
+  };
+}
+
+export interface StudyOptions {
+  seed: number;
+  timeScale: number;
+  /** Drive this running gateway instead of starting engines and a gateway here. */
+  gatewayUrl?: string;
+  /** Smaller counts, for the test suite. */
+  quick: boolean;
+  /** Names this run: session ids carry it, so runs never share bindings on a long-lived gateway. */
+  runId: string;
+  progress: Progress;
+}

@@ -1,0 +1,92 @@
+// Tokenizer approximation, chat rendering and reply text: determinism and the prefix properties caching needs.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { SeededRandom } from "../../src/core/random.js";
+import { renderChat, type ChatMessage } from "../../src/sim/chat-template.js";
+import { createEngineRequest } from "../../src/sim/request-factory.js";
+import { REPLY_PIECES, ReplyGenerator, sampleStopLength } from "../../src/sim/text-generator.js";
+import { countTokens, encode, SPECIAL_TOKENS } from "../../src/sim/tokenizer.js";
+
+const message = fc.record({
+  role: fc.constantFrom<ChatMessage["role"]>("user", "assistant", "tool"),
+  content: fc.string({ maxLength: 80 }),
+});
+
+describe("tokenizer", () => {
+  it("gives one token per 4 characters, the same ids every time", () => {
+    const text = "The quick brown fox jumps over the lazy dog.";
+    expect(encode(text)).toHaveLength(Math.ceil(text.length / 4));
+    expect(countTokens(text)).toBe(11);
+    expect(encode(text)).toEqual(encode(text));
+    expect(encode("abcd")).not.toEqual(encode("abce"));
+  });
+
+  it("renders each conversation as an extension of its earlier turns", () => {
+    fc.assert(
+      fc.property(fc.array(message, { minLength: 1, maxLength: 6 }), fc.nat(), (messages, cut) => {
+        const k = cut % messages.length;
+        const shorter = renderChat(messages.slice(0, k), { addGenerationPrompt: false });
+        const longer = renderChat(messages, { addGenerationPrompt: false });
+        expect(longer.slice(0, shorter.length)).toEqual(shorter);
+      }),
+    );
+  });
+
+  it("re-tokenizes a generated reply to the ids the engine generated", () => {
+    const request = createEngineRequest({
+      id: "r",
+      promptTokenIds: [1, 2, 3],
+      maxTokens: undefined,
+      maxModelLen: 10_000,
+      stop: { medianTokens: 50, sigma: 0.3 },
+      seed: 9,
+      choiceIndex: 0,
+    });
+    while (!request.appendNextToken());
+    const ids = request.tokens.slice(3);
+    expect(ids.at(-1)).toBe(SPECIAL_TOKENS.imEnd);
+    expect(encode(request.outputTexts.join(""))).toEqual(ids.slice(0, -1));
+  });
+
+  it("renders tools and tool-call history into the prompt", () => {
+    const withTools = renderChat([{ role: "user", content: "hi" }], {
+      tools: [{ type: "function", function: { name: "read_file", parameters: {} } }],
+    });
+    const plain = renderChat([{ role: "user", content: "hi" }]);
+    expect(withTools.length).toBeGreaterThan(plain.length + 30);
+    const history = renderChat([
+      { role: "user", content: "read it" },
+      {
+        role: "assistant",
+        content: "",
+        toolCalls: [{ function: { name: "read_file", arguments: '{"path":"a"}' } }],
+      },
+      { role: "tool", content: "file contents" },
+    ]);
+    expect(history.length).toBeGreaterThan(plain.length);
+  });
+});
+
+describe("reply text", () => {
+  it("is made of 4-character pieces and depends only on the seed", () => {
+    expect(REPLY_PIECES.every((piece) => piece.length === 4)).toBe(true);
+    const draw = (seed: number): string => {
+      const generator = new ReplyGenerator(new SeededRandom(seed), 20, false);
+      return Array.from({ length: 20 }, (_, i) => generator.token(i).text).join("");
+    };
+    expect(draw(1)).toEqual(draw(1));
+    expect(draw(1)).not.toEqual(draw(2));
+  });
+
+  it("draws reply lengths around the profile's median when max_tokens is absent", () => {
+    const random = new SeededRandom(42);
+    const lengths = Array.from({ length: 4000 }, () =>
+      sampleStopLength(random, { medianTokens: 200, sigma: 0.7 }),
+    );
+    lengths.sort((a, b) => a - b);
+    const median = lengths[lengths.length / 2]!;
+    expect(median).toBeGreaterThan(180);
+    expect(median).toBeLessThan(220);
+    expect(Math.min(...lengths)).toBeGreaterThanOrEqual(1);
+  });
+});
