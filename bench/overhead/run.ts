@@ -22,10 +22,16 @@ const pin = process.argv.includes("--pin");
 const MODEL = "bench-model";
 
 function command(args: string[], cpu: number): [string, string[]] {
-  return pin ? ["taskset", ["-c", String(cpu), process.execPath, CLI, ...args]] : [process.execPath, [CLI, ...args]];
+  return pin
+    ? ["taskset", ["-c", String(cpu), process.execPath, CLI, ...args]]
+    : [process.execPath, [CLI, ...args]];
 }
 
-function spawnCli(args: string[], cpu: number, readyPattern: RegExp): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
+function spawnCli(
+  args: string[],
+  cpu: number,
+  readyPattern: RegExp,
+): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   const [file, argv] = command(args, cpu);
   const child = spawn(file, argv, { stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
@@ -58,7 +64,10 @@ async function spawnGateway(config: string, url: string): Promise<ChildProcess> 
   const [file, argv] = command(["gateway", "--config", config, "--log-level", "info"], 1);
   const child = spawn(file, argv, { stdio: ["ignore", "ignore", "inherit"] });
   for (let i = 0; i < 200; i++) {
-    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return child;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
@@ -66,7 +75,11 @@ async function spawnGateway(config: string, url: string): Promise<ChildProcess> 
 }
 
 function histogram(): hdr.Histogram {
-  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+  return hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 60_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
 }
 
 const body = (stream: boolean): string =>
@@ -102,7 +115,14 @@ async function one(pool: Pool, payload: string, session: string): Promise<Sample
 }
 
 /** `count` requests at `concurrency`, closed loop; each worker is its own session. */
-async function round(pool: Pool, payload: string, concurrency: number, count: number, into: { total: hdr.Histogram; first: hdr.Histogram }, tag: string): Promise<number> {
+async function round(
+  pool: Pool,
+  payload: string,
+  concurrency: number,
+  count: number,
+  into: { total: hdr.Histogram; first: hdr.Histogram },
+  tag: string,
+): Promise<number> {
   let next = 0;
   const started = performance.now();
   await Promise.all(
@@ -124,7 +144,11 @@ function ms(us: number): string {
 
 async function main(): Promise<void> {
   if (pin) spawnSync("taskset", ["-cp", "0", String(process.pid)], { stdio: "ignore" });
-  const engine = await spawnCli(["sim", "--port", "0", "--profile", "instant", "--model", MODEL], 0, /listening on (http:\/\/\S+)/);
+  const engine = await spawnCli(
+    ["sim", "--port", "0", "--profile", "instant", "--model", MODEL],
+    0,
+    /listening on (http:\/\/\S+)/,
+  );
   const engineUrl = engine.match[1]!;
   const dir = await mkdtemp(join(tmpdir(), "agent-serve-bench-"));
   const config = join(dir, "gateway.yaml");
@@ -138,7 +162,8 @@ async function main(): Promise<void> {
 
   const rows: string[] = [];
   const scenarios: { concurrency: number; stream: boolean }[] = [];
-  for (const concurrency of [1, 16, 64]) for (const stream of [false, true]) scenarios.push({ concurrency, stream });
+  for (const concurrency of [1, 16, 64])
+    for (const stream of [false, true]) scenarios.push({ concurrency, stream });
   const rounds = quick ? 3 : 10;
   for (const { concurrency, stream } of scenarios) {
     const perRound = concurrency === 1 ? (quick ? 300 : 1000) : quick ? 1000 : 4000;
@@ -168,7 +193,12 @@ async function main(): Promise<void> {
   // 256 concurrent streams of 256 tokens each: every stream completes, and the longest silence is reported.
   const streams = 256;
   const pool = new Pool(gatewayUrl, { connections: streams, pipelining: 1 });
-  const longBody = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "go" }], max_tokens: 256, stream: true });
+  const longBody = JSON.stringify({
+    model: MODEL,
+    messages: [{ role: "user", content: "go" }],
+    max_tokens: 256,
+    stream: true,
+  });
   let worstGapMs = 0;
   let completed = 0;
   const started = performance.now();
@@ -194,16 +224,22 @@ async function main(): Promise<void> {
   const wallMs = performance.now() - started;
   await pool.close();
 
-  console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "?"}, node ${process.version}, ${process.platform}/${process.arch}`);
+  console.log(
+    `machine: ${cpus().length} x ${cpus()[0]?.model ?? "?"}, node ${process.version}, ${process.platform}/${process.arch}`,
+  );
   console.log(
     `command: node --import tsx bench/overhead/run.ts${quick ? " --quick" : ""}${pin ? " --pin" : ""}  (${rounds} alternating rounds per scenario)`,
   );
   console.log("");
-  console.log("| concurrency | mode | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | added TTFT p99 ms | req/s direct / gateway |");
+  console.log(
+    "| concurrency | mode | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | added TTFT p99 ms | req/s direct / gateway |",
+  );
   console.log("| --- | --- | --- | --- | --- | --- | --- |");
   for (const row of rows) console.log(row);
   console.log("");
-  console.log(`${streams} concurrent streams x 256 tokens: ${completed}/${streams} completed with metadata and [DONE] in ${Math.round(wallMs)} ms; longest gap between chunks ${worstGapMs.toFixed(1)} ms`);
+  console.log(
+    `${streams} concurrent streams x 256 tokens: ${completed}/${streams} completed with metadata and [DONE] in ${Math.round(wallMs)} ms; longest gap between chunks ${worstGapMs.toFixed(1)} ms`,
+  );
 
   gateway.kill("SIGTERM");
   engine.child.kill("SIGTERM");

@@ -11,14 +11,22 @@ export interface BalancedCandidate {
 
 export interface Balancer {
   /** One of the eligible candidates, or undefined when none is eligible. */
-  pick<T extends BalancedCandidate>(tier: string, candidates: readonly T[], eligible: (c: T) => boolean): T | undefined;
+  pick<T extends BalancedCandidate>(
+    tier: string,
+    candidates: readonly T[],
+    eligible: (c: T) => boolean,
+  ): T | undefined;
 }
 
 /** Fewest requests in flight; ties broken by the seeded random source (reservoir sampling, 1/ties each). */
 class LeastInflight implements Balancer {
   constructor(private readonly random: Random) {}
 
-  pick<T extends BalancedCandidate>(_tier: string, candidates: readonly T[], eligible: (c: T) => boolean): T | undefined {
+  pick<T extends BalancedCandidate>(
+    _tier: string,
+    candidates: readonly T[],
+    eligible: (c: T) => boolean,
+  ): T | undefined {
     let best: T | undefined;
     let ties = 0;
     for (const candidate of candidates) {
@@ -39,7 +47,11 @@ class LeastInflight implements Balancer {
 class RoundRobin implements Balancer {
   private readonly next = new Map<string, number>();
 
-  pick<T extends BalancedCandidate>(tier: string, candidates: readonly T[], eligible: (c: T) => boolean): T | undefined {
+  pick<T extends BalancedCandidate>(
+    tier: string,
+    candidates: readonly T[],
+    eligible: (c: T) => boolean,
+  ): T | undefined {
     const start = this.next.get(tier) ?? 0;
     for (let offset = 0; offset < candidates.length; offset++) {
       const index = (start + offset) % candidates.length;
@@ -57,7 +69,11 @@ class RoundRobin implements Balancer {
 class Uniform implements Balancer {
   constructor(private readonly random: Random) {}
 
-  pick<T extends BalancedCandidate>(_tier: string, candidates: readonly T[], eligible: (c: T) => boolean): T | undefined {
+  pick<T extends BalancedCandidate>(
+    _tier: string,
+    candidates: readonly T[],
+    eligible: (c: T) => boolean,
+  ): T | undefined {
     let chosen: T | undefined;
     let seen = 0;
     for (const candidate of candidates) {

@@ -12,7 +12,6 @@ export function makeLogger(level: string): Logger {
   return pino({ name: "agent-serve", level }, pino.destination({ dest: 1, sync: false, minLength: 8192 }));
 }
 
-
 /** Resolves with the exit code once the gateway has stopped; `beforeExit` runs after the gateway closed. */
 export async function runGatewayUntilSignal(
   config: GatewayConfig,

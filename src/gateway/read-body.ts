@@ -7,7 +7,10 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
   const declared = req.headers["content-length"];
   if (declared !== undefined && Number(declared) > maxBytes) {
     return Promise.reject(
-      new GatewayError("body_too_large", `request body of ${declared} bytes exceeds the ${maxBytes}-byte limit`),
+      new GatewayError(
+        "body_too_large",
+        `request body of ${declared} bytes exceeds the ${maxBytes}-byte limit`,
+      ),
     );
   }
   return new Promise((resolve, reject) => {

@@ -71,9 +71,16 @@ function emptyResult(status: number, e2eMs: number, error: string): ChatTurnResu
   };
 }
 
-export async function sendChatTurn(pool: Pool, request: ChatTurnRequest, nowMs: () => number): Promise<ChatTurnResult> {
+export async function sendChatTurn(
+  pool: Pool,
+  request: ChatTurnRequest,
+  nowMs: () => number,
+): Promise<ChatTurnResult> {
   const started = nowMs();
-  const headers: Record<string, string> = { "content-type": "application/json", "x-session-id": request.sessionId };
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "x-session-id": request.sessionId,
+  };
   if (request.tierHint !== undefined) headers["x-tier-hint"] = request.tierHint;
   const body = JSON.stringify({
     model: request.model ?? "auto",

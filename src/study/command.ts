@@ -79,7 +79,8 @@ export const studyCommand: Command = {
     const seed = Number(values.seed);
     if (!Number.isInteger(seed) || seed < 0) throw new UsageError("--seed must be a non-negative integer");
     const timeScale = values["time-scale"] === undefined ? undefined : Number(values["time-scale"]);
-    if (timeScale !== undefined && !(timeScale > 0)) throw new UsageError("--time-scale must be a positive number");
+    if (timeScale !== undefined && !(timeScale > 0))
+      throw new UsageError("--time-scale must be a positive number");
     if (values.gateway !== undefined && !/^https?:\/\/[^/]+/.test(values.gateway)) {
       throw new UsageError("--gateway must be an http(s) URL");
     }
@@ -104,8 +105,10 @@ export const studyCommand: Command = {
         durationSeconds: (Date.now() - startedAt.getTime()) / 1000,
       });
       process.stdout.write(`\n# ${result.title}\n\n`);
-      for (const table of result.tables.slice(0, 2)) process.stdout.write(`${table.title}\n\n${markdownTable(table)}\n\n`);
-      for (const check of result.checks) process.stdout.write(`${check.passed ? "PASS" : "FAIL"}  ${check.claim}: ${check.detail}\n`);
+      for (const table of result.tables.slice(0, 2))
+        process.stdout.write(`${table.title}\n\n${markdownTable(table)}\n\n`);
+      for (const check of result.checks)
+        process.stdout.write(`${check.passed ? "PASS" : "FAIL"}  ${check.claim}: ${check.detail}\n`);
       process.stdout.write(`\nreport: ${dir}/report.md\n`);
       allPassed &&= result.checks.every((c) => c.passed);
     }

@@ -18,7 +18,9 @@ export function terminalProgress(stream: NodeJS.WriteStream = process.stderr): P
     const width = 30;
     const filled = total === 0 ? 0 : Math.round((count / total) * width);
     const bar = "#".repeat(Math.min(width, filled)).padEnd(width, ".");
-    stream.write(`\r${label.padEnd(24)} [${bar}] ${count}/${total}${failures > 0 ? ` (${failures} failed)` : ""}`);
+    stream.write(
+      `\r${label.padEnd(24)} [${bar}] ${count}/${total}${failures > 0 ? ` (${failures} failed)` : ""}`,
+    );
   };
   return {
     start(nextLabel, nextTotal) {

@@ -88,10 +88,12 @@ export function reportMarkdown(result: StudyResult, run: RunInfo): string {
   for (const table of result.tables) lines.push(`## ${table.title}`, "", markdownTable(table), "");
   if (result.checks.length > 0) {
     lines.push("## Checks", "");
-    for (const check of result.checks) lines.push(`- ${check.passed ? "PASS" : "FAIL"}: ${check.claim} (${check.detail})`);
+    for (const check of result.checks)
+      lines.push(`- ${check.passed ? "PASS" : "FAIL"}: ${check.claim} (${check.detail})`);
     lines.push("");
   }
-  for (const chart of result.charts) lines.push(`![${chart.caption}](${chart.file})`, "", `*${chart.caption}*`, "");
+  for (const chart of result.charts)
+    lines.push(`![${chart.caption}](${chart.file})`, "", `*${chart.caption}*`, "");
   if (result.notes.length > 0) lines.push("## Notes", "", ...result.notes.map((note) => `- ${note}`), "");
   return lines.join("\n");
 }

@@ -40,7 +40,9 @@ function appendTurn(history: unknown[], session: SessionPlan, turnIndex: number)
     history.push({
       role: "assistant",
       content: null,
-      tool_calls: [{ id, type: "function", function: { name: turn.toolCall.name, arguments: turn.toolCall.arguments } }],
+      tool_calls: [
+        { id, type: "function", function: { name: turn.toolCall.name, arguments: turn.toolCall.arguments } },
+      ],
     });
     history.push({ role: "tool", tool_call_id: id, content: turn.toolCall.result });
   } else {
@@ -73,7 +75,13 @@ export async function runSessions(options: RunOptions): Promise<RequestRecord[]>
           },
           now,
         );
-        const record: RequestRecord = { ...result, condition: options.condition, sessionId: session.id, turn: t + 1, startMs };
+        const record: RequestRecord = {
+          ...result,
+          condition: options.condition,
+          sessionId: session.id,
+          turn: t + 1,
+          startMs,
+        };
         records.push(record);
         options.onRecord?.(record);
         history.push({ role: "assistant", content: result.reply });

@@ -56,7 +56,9 @@ const TOOLS = ["read_file", "search_corpus", "run_python", "calculator"] as cons
 export function prose(random: SeededRandom, chars: number): string {
   let text = "";
   while (text.length < chars) {
-    const sentence = Array.from({ length: 6 + random.int(10) }, () => WORDS[random.int(WORDS.length)]!).join(" ");
+    const sentence = Array.from({ length: 6 + random.int(10) }, () => WORDS[random.int(WORDS.length)]!).join(
+      " ",
+    );
     text += sentence.charAt(0).toUpperCase() + sentence.slice(1) + ". ";
   }
   return text.slice(0, chars);
@@ -79,7 +81,9 @@ export function generateWorkload(spec: WorkloadSpec): SessionPlan[] {
   const sessions: SessionPlan[] = [];
   for (let s = 0; s < spec.sessions; s++) {
     const turnCount =
-      typeof spec.turns === "number" ? spec.turns : spec.turns.min + random.int(spec.turns.max - spec.turns.min + 1);
+      typeof spec.turns === "number"
+        ? spec.turns
+        : spec.turns.min + random.int(spec.turns.max - spec.turns.min + 1);
     const systemPrompt = shared ?? systemPromptFor(random, spec.systemPromptChars);
     const turns: TurnPlan[] = [];
     for (let t = 0; t < turnCount; t++) {

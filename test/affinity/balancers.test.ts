@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { createBalancer, type BalancedCandidate } from "../../src/affinity/balancers.js";
 import { SeededRandom } from "../../src/core/random.js";
 
-const backends = (inflight: number[]): BalancedCandidate[] => inflight.map((n, i) => ({ id: `b${i}`, inflight: n }));
+const backends = (inflight: number[]): BalancedCandidate[] =>
+  inflight.map((n, i) => ({ id: `b${i}`, inflight: n }));
 const all = (): boolean => true;
 
 describe("balancers", () => {
@@ -39,7 +40,9 @@ describe("balancers", () => {
 
   it("returns undefined when nothing is eligible", () => {
     for (const name of ["least_inflight", "round_robin", "random"] as const) {
-      expect(createBalancer(name, new SeededRandom(1)).pick("t", backends([0, 0]), () => false)).toBeUndefined();
+      expect(
+        createBalancer(name, new SeededRandom(1)).pick("t", backends([0, 0]), () => false),
+      ).toBeUndefined();
     }
   });
 });

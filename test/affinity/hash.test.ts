@@ -36,13 +36,13 @@ describe("hashString", () => {
     );
   });
 
-  it("gives 100,000 UUID-like session ids 100,000 distinct 64-bit hashes", () => {
+  it("gives 50,000 UUID-like session ids 50,000 distinct 64-bit hashes", () => {
     const seen = new Set<string>();
-    for (const id of sessionIds(100_000, 3)) {
+    for (const id of sessionIds(50_000, 3)) {
       const h = hashString(id);
       seen.add(`${h.hi}:${h.lo}`);
     }
-    expect(seen.size).toBe(100_000);
+    expect(seen.size).toBe(50_000);
   });
 
   it("avalanches: one changed character flips about half of the 64 bits", () => {
@@ -89,14 +89,14 @@ describe("pairUniform", () => {
     }
   });
 
-  it("is uniform: 100,000 draws spread evenly over 16 buckets", () => {
+  it("is uniform: 64,000 draws spread evenly over 16 buckets", () => {
     const backend = hashString("engine-0");
     const buckets = new Array<number>(16).fill(0);
-    for (const id of sessionIds(100_000, 5)) {
+    for (const id of sessionIds(64_000, 5)) {
       const u = pairUniform(hashString(id), backend);
       buckets[Math.floor(u * 16)]!++;
     }
-    for (const count of buckets) expect(Math.abs(count - 6250)).toBeLessThan(6250 * 0.05);
+    for (const count of buckets) expect(Math.abs(count - 4000)).toBeLessThan(4000 * 0.06);
   });
 });
 

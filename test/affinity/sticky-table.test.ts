@@ -387,7 +387,7 @@ describe("StickyTable against a reference model", () => {
           }
         },
       ),
-      { seed: 42, numRuns: 300 },
+      { seed: 42, numRuns: 200 },
     );
   });
 });

@@ -23,7 +23,13 @@ interface Condition {
 
 const CONDITIONS: Condition[] = [
   { name: "on", label: "affinity ON", sessions: 12, turns: 6, stickyTtlSeconds: 1800 },
-  { name: "off", label: "OFF as the original ran it (fresh ids)", sessions: 72, turns: 1, stickyTtlSeconds: 1800 },
+  {
+    name: "off",
+    label: "OFF as the original ran it (fresh ids)",
+    sessions: 72,
+    turns: 1,
+    stickyTtlSeconds: 1800,
+  },
   { name: "ttl0", label: "affinity disabled (TTL 0)", sessions: 12, turns: 6, stickyTtlSeconds: 0 },
 ];
 
@@ -46,7 +52,9 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
   const notes: string[] = [];
   for (const condition of CONDITIONS) {
     if (options.gatewayUrl !== undefined && condition.name === "ttl0") {
-      notes.push("TTL-0 condition skipped: it needs a gateway configured with sticky_ttl_seconds: 0 (--gateway was given).");
+      notes.push(
+        "TTL-0 condition skipped: it needs a gateway configured with sticky_ttl_seconds: 0 (--gateway was given).",
+      );
       continue;
     }
     const spec: WorkloadSpec = {
@@ -172,7 +180,9 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
           series: ["cold TTFT p50", "warm TTFT p50", "E2E p50"],
           groups: results.map((r) => ({
             label: r.name,
-            values: [r.coldTtftP50Seconds, r.warmTtftP50Seconds, r.e2eP50Seconds].map((v) => (Number.isNaN(v) ? 0 : v)),
+            values: [r.coldTtftP50Seconds, r.warmTtftP50Seconds, r.e2eP50Seconds].map((v) =>
+              Number.isNaN(v) ? 0 : v,
+            ),
           })),
           valueFormat: (v) => v.toFixed(2),
         }),
@@ -214,7 +224,17 @@ function affinityChecks(results: ConditionResult[]): Check[] {
       detail: `cold ${sec(on.coldTtftP50Seconds)} s, warm ${sec(on.warmTtftP50Seconds)} s (${(on.coldTtftP50Seconds / on.warmTtftP50Seconds).toFixed(1)}x)`,
     });
   }
-  if (off) checks.push({ claim: "off: hit rate 0%", passed: off.bindingHits === 0, detail: pct(off.bindingHitRate) });
-  if (ttl0) checks.push({ claim: "ttl0: hit rate 0%", passed: ttl0.bindingHits === 0, detail: pct(ttl0.bindingHitRate) });
+  if (off)
+    checks.push({
+      claim: "off: hit rate 0%",
+      passed: off.bindingHits === 0,
+      detail: pct(off.bindingHitRate),
+    });
+  if (ttl0)
+    checks.push({
+      claim: "ttl0: hit rate 0%",
+      passed: ttl0.bindingHits === 0,
+      detail: pct(ttl0.bindingHitRate),
+    });
   return checks;
 }

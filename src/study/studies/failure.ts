@@ -23,14 +23,24 @@ const FULL: Schedule = {
   stopAtMs: 10_000,
   restartAtMs: 25_000,
   engineTimeScale: 1,
-  health: { probe_interval_seconds: 10, failures_to_mark_down: 3, successes_to_mark_up: 2, probe_timeout_seconds: 5 },
+  health: {
+    probe_interval_seconds: 10,
+    failures_to_mark_down: 3,
+    successes_to_mark_up: 2,
+    probe_timeout_seconds: 5,
+  },
 };
 const QUICK: Schedule = {
   durationMs: 5_000,
   stopAtMs: 1_000,
   restartAtMs: 2_500,
   engineTimeScale: 10,
-  health: { probe_interval_seconds: 0.5, failures_to_mark_down: 3, successes_to_mark_up: 2, probe_timeout_seconds: 0.5 },
+  health: {
+    probe_interval_seconds: 0.5,
+    failures_to_mark_down: 3,
+    successes_to_mark_up: 2,
+    probe_timeout_seconds: 0.5,
+  },
 };
 
 const VICTIM = "small-1";
@@ -38,7 +48,9 @@ const CONCURRENCY = 8;
 
 export async function runFailureStudy(options: StudyOptions): Promise<StudyResult> {
   if (options.gatewayUrl !== undefined) {
-    throw new Error("the failure study stops and restarts an engine itself, so it cannot drive an external gateway");
+    throw new Error(
+      "the failure study stops and restarts an engine itself, so it cannot drive an external gateway",
+    );
   }
   const schedule = options.quick ? QUICK : FULL;
   const env = await StudyEnvironment.start({
@@ -69,7 +81,9 @@ export async function runFailureStudy(options: StudyOptions): Promise<StudyResul
       thinkTimeMs: 0,
       idPrefix: `${options.runId}-failure`,
     });
-    brokenBefore = metricValue(await scrapeMetrics(env.url), "agentserve_affinity_broken_total", { tier: "small" });
+    brokenBefore = metricValue(await scrapeMetrics(env.url), "agentserve_affinity_broken_total", {
+      tier: "small",
+    });
     options.progress.start("failure", Math.round(schedule.durationMs / 1000));
     started = performance.now();
     timers.push(
@@ -95,7 +109,9 @@ export async function runFailureStudy(options: StudyOptions): Promise<StudyResul
       shouldStop: () => since() >= schedule.durationMs,
     });
     options.progress.done();
-    const brokenAfter = metricValue(await scrapeMetrics(env.url), "agentserve_affinity_broken_total", { tier: "small" });
+    const brokenAfter = metricValue(await scrapeMetrics(env.url), "agentserve_affinity_broken_total", {
+      tier: "small",
+    });
     return report(options, env, schedule, records, events, heldAtStop, brokenAfter - brokenBefore);
   } finally {
     for (const timer of timers) clearTimeout(timer);
@@ -148,7 +164,15 @@ function report(
     tables: [
       {
         title: "Outcome",
-        columns: ["requests", "failed", "retried on another engine", "bindings held at stop", "bindings broken", "time to mark down", "time to mark up after restart"],
+        columns: [
+          "requests",
+          "failed",
+          "retried on another engine",
+          "bindings held at stop",
+          "bindings broken",
+          "time to mark down",
+          "time to mark up after restart",
+        ],
         rows: [[records.length, failures, retried, heldAtStop, broken, ms(detection), ms(recovery)]],
       },
       {
@@ -165,7 +189,8 @@ function report(
     charts: [
       {
         file: "failure-timeline.svg",
-        caption: "Requests completed per second, succeeded and failed, with the engine's stop, detection, restart and recovery",
+        caption:
+          "Requests completed per second, succeeded and failed, with the engine's stop, detection, restart and recovery",
         svg: lineChart({
           title: "Engine death and recovery under traffic",
           xLabel: "seconds",
@@ -181,12 +206,37 @@ function report(
       },
     ],
     checks: [
-      { claim: "no failed non-streaming request while the engine dies", passed: failures === 0, detail: `${failures} of ${records.length} failed (the original: 65% 502s in the 4 s after)` },
-      { claim: "the dead engine was marked down", passed: detection !== undefined, detail: `after ${ms(detection)}` },
-      { claim: "bindings broken equal the bindings it held", passed: broken === heldAtStop, detail: `${broken} broken, ${heldAtStop} held` },
-      { claim: "the restarted engine was marked up", passed: recovery !== undefined, detail: `after ${ms(recovery)}` },
+      {
+        claim: "no failed non-streaming request while the engine dies",
+        passed: failures === 0,
+        detail: `${failures} of ${records.length} failed (the original: 65% 502s in the 4 s after)`,
+      },
+      {
+        claim: "the dead engine was marked down",
+        passed: detection !== undefined,
+        detail: `after ${ms(detection)}`,
+      },
+      {
+        claim: "bindings broken equal the bindings it held",
+        passed: broken === heldAtStop,
+        detail: `${broken} broken, ${heldAtStop} held`,
+      },
+      {
+        claim: "the restarted engine was marked up",
+        passed: recovery !== undefined,
+        detail: `after ${ms(recovery)}`,
+      },
     ],
     notes: [`Success rate ${pct(records.length === 0 ? 0 : (records.length - failures) / records.length)}.`],
-    data: { requests: records.length, failures, retried, heldAtStop, broken, detectionMs: detection ?? null, recoveryMs: recovery ?? null, events },
+    data: {
+      requests: records.length,
+      failures,
+      retried,
+      heldAtStop,
+      broken,
+      detectionMs: detection ?? null,
+      recoveryMs: recovery ?? null,
+      events,
+    },
   };
 }

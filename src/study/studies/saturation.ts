@@ -38,7 +38,11 @@ export async function runSaturationStudy(options: StudyOptions): Promise<StudyRe
       const target: StudyTarget =
         options.gatewayUrl !== undefined
           ? externalTarget(options.gatewayUrl)
-          : await StudyEnvironment.start({ engines: SMALL_ENGINES, timeScale: options.timeScale, seed: options.seed });
+          : await StudyEnvironment.start({
+              engines: SMALL_ENGINES,
+              timeScale: options.timeScale,
+              seed: options.seed,
+            });
       if (target instanceof StudyEnvironment && configs.length === 0) configs.push(target.config);
       try {
         const sessions = generateWorkload({
@@ -100,7 +104,17 @@ export async function runSaturationStudy(options: StudyOptions): Promise<StudyRe
     tables: [
       {
         title: "Per concurrency level (latencies in simulated seconds)",
-        columns: ["concurrency", "requests", "failed", "binding hit rate", "prefix-cache hit rate", "TTFT p50", "E2E p50", "E2E p95", "E2E p50 range over repetitions"],
+        columns: [
+          "concurrency",
+          "requests",
+          "failed",
+          "binding hit rate",
+          "prefix-cache hit rate",
+          "TTFT p50",
+          "E2E p50",
+          "E2E p95",
+          "E2E p50 range over repetitions",
+        ],
         rows: results.map((r) => [
           r.concurrency,
           r.requests,
@@ -131,7 +145,11 @@ export async function runSaturationStudy(options: StudyOptions): Promise<StudyRe
       },
     ],
     checks: results.flatMap((r) => [
-      { claim: `c=${r.concurrency}: no failed request`, passed: r.failed === 0, detail: `${r.failed}/${r.requests}` },
+      {
+        claim: `c=${r.concurrency}: no failed request`,
+        passed: r.failed === 0,
+        detail: `${r.failed}/${r.requests}`,
+      },
       {
         claim: `c=${r.concurrency}: binding hit rate 50% (2-turn sessions)`,
         passed: Math.abs(r.bindingHitRate - 0.5) < 1e-9,

@@ -17,7 +17,12 @@ interface Policy {
 
 const POLICIES: Policy[] = [
   { name: "affinity", label: "affinity (TTL 1800 s)", stickyTtlSeconds: 1800, balancer: "least_inflight" },
-  { name: "least_inflight", label: "TTL 0, least in-flight", stickyTtlSeconds: 0, balancer: "least_inflight" },
+  {
+    name: "least_inflight",
+    label: "TTL 0, least in-flight",
+    stickyTtlSeconds: 0,
+    balancer: "least_inflight",
+  },
   { name: "round_robin", label: "TTL 0, round-robin", stickyTtlSeconds: 0, balancer: "round_robin" },
   { name: "random", label: "TTL 0, random", stickyTtlSeconds: 0, balancer: "random" },
 ];
@@ -33,7 +38,10 @@ const FOUR_SMALL: EngineSpec[] = [0, 1, 2, 3].map((i) => ({
 }));
 
 export async function runSessionsStudy(options: StudyOptions): Promise<StudyResult> {
-  const policies = options.gatewayUrl === undefined ? POLICIES : [{ ...POLICIES[0]!, label: "the running gateway's policy" }];
+  const policies =
+    options.gatewayUrl === undefined
+      ? POLICIES
+      : [{ ...POLICIES[0]!, label: "the running gateway's policy" }];
   const results: (ConditionNumbers & { name: string; label: string })[] = [];
   const records: RequestRecord[] = [];
   const configs: unknown[] = [];
@@ -63,7 +71,10 @@ export async function runSessionsStudy(options: StudyOptions): Promise<StudyResu
         thinkTimeMs: 2000,
         idPrefix: `${options.runId}-${policy.name}`,
       });
-      options.progress.start(`sessions:${policy.name}`, sessions.reduce((n, s) => n + s.turns.length, 0));
+      options.progress.start(
+        `sessions:${policy.name}`,
+        sessions.reduce((n, s) => n + s.turns.length, 0),
+      );
       const run = await runSessions({
         condition: policy.name,
         sessions,
@@ -121,7 +132,17 @@ export async function runSessionsStudy(options: StudyOptions): Promise<StudyResu
     tables: [
       {
         title: "Per policy (latencies in simulated seconds)",
-        columns: ["policy", "requests", "failed", "binding hit rate", "engine prefix-cache hit rate", "TTFT p50", "TTFT p95", "E2E p50", "E2E p95"],
+        columns: [
+          "policy",
+          "requests",
+          "failed",
+          "binding hit rate",
+          "engine prefix-cache hit rate",
+          "TTFT p50",
+          "TTFT p95",
+          "E2E p50",
+          "E2E p95",
+        ],
         rows: results.map((r) => [
           r.label,
           r.requests,
@@ -154,14 +175,19 @@ export async function runSessionsStudy(options: StudyOptions): Promise<StudyResu
           title: "Latency per policy",
           yLabel: "seconds (simulated)",
           series: ["TTFT p50", "TTFT p95", "E2E p50"],
-          groups: results.map((r) => ({ label: r.name, values: [r.ttftP50Seconds, r.ttftP95Seconds, r.e2eP50Seconds] })),
+          groups: results.map((r) => ({
+            label: r.name,
+            values: [r.ttftP50Seconds, r.ttftP95Seconds, r.e2eP50Seconds],
+          })),
           valueFormat: (v: number) => v.toFixed(2),
         }),
       },
     ],
     checks,
     notes:
-      options.gatewayUrl === undefined ? [] : ["Only the running gateway's own policy was measured (--gateway was given)."],
+      options.gatewayUrl === undefined
+        ? []
+        : ["Only the running gateway's own policy was measured (--gateway was given)."],
     data: Object.fromEntries(results.map((r) => [r.name, r])),
   };
 }
