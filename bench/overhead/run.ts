@@ -159,6 +159,24 @@ async function main(): Promise<void> {
   );
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const gateway = await spawnGateway(config, gatewayUrl);
+  const floorPort = await freePort();
+  const floorScript = fileURLToPath(new URL("./floor-proxy.ts", import.meta.url));
+  const [floorFile, floorArgs] = pin
+    ? ["taskset", ["-c", "1", process.execPath, "--import", "tsx", floorScript, String(floorPort), engineUrl]]
+    : [process.execPath, ["--import", "tsx", floorScript, String(floorPort), engineUrl]];
+  const floor = spawn(floorFile, floorArgs, { stdio: ["ignore", "ignore", "inherit"] });
+  const floorUrl = `http://127.0.0.1:${floorPort}`;
+  for (
+    let i = 0;
+    i < 200 &&
+    !(await fetch(floorUrl).then(
+      () => true,
+      () => false,
+    ));
+    i++
+  ) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 
   const rows: string[] = [];
   const scenarios: { concurrency: number; stream: boolean }[] = [];
@@ -169,23 +187,28 @@ async function main(): Promise<void> {
     const perRound = concurrency === 1 ? (quick ? 300 : 1000) : quick ? 1000 : 4000;
     const direct = new Pool(engineUrl, { connections: concurrency, pipelining: 1 });
     const viaGateway = new Pool(gatewayUrl, { connections: concurrency, pipelining: 1 });
+    const viaFloor = new Pool(floorUrl, { connections: concurrency, pipelining: 1 });
     const payload = body(stream);
     const d = { total: histogram(), first: histogram() };
     const g = { total: histogram(), first: histogram() };
+    const f = { total: histogram(), first: histogram() };
     const warm = { total: histogram(), first: histogram() };
     await round(direct, payload, concurrency, perRound, warm, "warm");
     await round(viaGateway, payload, concurrency, perRound, warm, "warm");
+    await round(viaFloor, payload, concurrency, perRound, warm, "warm");
     let directRate = 0;
     let gatewayRate = 0;
     for (let r = 0; r < rounds; r++) {
       directRate += await round(direct, payload, concurrency, perRound, d, `d${r}`);
       gatewayRate += await round(viaGateway, payload, concurrency, perRound, g, `g${r}`);
+      await round(viaFloor, payload, concurrency, perRound, f, `f${r}`);
     }
     await direct.close();
     await viaGateway.close();
+    await viaFloor.close();
     const p = (h: hdr.Histogram, q: number) => h.getValueAtPercentile(q);
     rows.push(
-      `| ${concurrency} | ${stream ? "stream" : "json"} | ${ms(p(d.total, 50))} / ${ms(p(d.total, 99))} | ${ms(p(g.total, 50))} / ${ms(p(g.total, 99))} | **${ms(p(g.total, 50) - p(d.total, 50))} / ${ms(p(g.total, 99) - p(d.total, 99))}** | ${stream ? `${ms(p(g.first, 99) - p(d.first, 99))}` : "-"} | ${Math.round(directRate / rounds)} / ${Math.round(gatewayRate / rounds)} |`,
+      `| ${concurrency} | ${stream ? "stream" : "json"} | ${ms(p(d.total, 50))} / ${ms(p(d.total, 99))} | ${ms(p(g.total, 50))} / ${ms(p(g.total, 99))} | **${ms(p(g.total, 50) - p(d.total, 50))} / ${ms(p(g.total, 99) - p(d.total, 99))}** | ${stream ? `${ms(p(g.first, 99) - p(d.first, 99))}` : "-"} | ${ms(p(f.total, 50) - p(d.total, 50))} / ${ms(p(f.total, 99) - p(d.total, 99))} | ${Math.round(directRate / rounds)} / ${Math.round(gatewayRate / rounds)} |`,
     );
     process.stderr.write(`done: c=${concurrency} ${stream ? "stream" : "json"}\n`);
   }
@@ -232,9 +255,9 @@ async function main(): Promise<void> {
   );
   console.log("");
   console.log(
-    "| concurrency | mode | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | added TTFT p99 ms | req/s direct / gateway |",
+    "| concurrency | mode | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | added TTFT p99 ms | floor proxy added p50 / p99 ms | req/s direct / gateway |",
   );
-  console.log("| --- | --- | --- | --- | --- | --- | --- |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const row of rows) console.log(row);
   console.log("");
   console.log(
@@ -242,6 +265,7 @@ async function main(): Promise<void> {
   );
 
   gateway.kill("SIGTERM");
+  floor.kill("SIGTERM");
   engine.child.kill("SIGTERM");
 }
 

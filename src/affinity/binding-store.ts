@@ -27,6 +27,8 @@ export interface BindingStore {
   countFor(backendId: string): number;
   /** Calls `visit` for each live binding of `backendId` (the visitor must not modify the store). */
   forEachSession(backendId: string, nowMs: number, visit: (sessionId: string) => void): void;
+  /** Forgets every session. */
+  clear(): void;
   /** Reclaims up to `maxEntries` expired bindings, oldest first, without scanning live ones; returns how many. */
   sweep(nowMs: number, maxEntries: number): number;
 }

@@ -13,7 +13,10 @@ export interface Hash64 {
 const SEED_HI = 0x9e3779b9;
 const SEED_LO = 0x85ebca6b;
 
-/** Absorbs a string into fresh lanes, followed by a 0 separator (session ids never contain U+0000). */
+/**
+ * Absorbs a string into fresh lanes, then a separator word that no UTF-16 code unit can equal (it is wider
+ * than 16 bits), so what follows (a backend's hash) can never be mistaken for more session characters.
+ */
 export function hashString(text: string): Hash64 {
   let hi = SEED_HI ^ text.length;
   let lo = SEED_LO ^ Math.imul(text.length, 0x27d4eb2f);
@@ -22,7 +25,6 @@ export function hashString(text: string): Hash64 {
     hi = Math.imul(hi ^ unit, 0x9e3779b1);
     lo = Math.imul(lo ^ unit, 0x5f356495);
   }
-  // The separator: what follows (a backend's hash) can never be confused with more session characters.
   hi = Math.imul(hi ^ 0xffff0000, 0x9e3779b1);
   lo = Math.imul(lo ^ 0x0000ffff, 0x5f356495);
   return finalize(hi, lo);

@@ -71,8 +71,12 @@ export class AffinityScheduler {
     return this.ttlMs > 0;
   }
 
-  /** Applies a reloaded config; existing bindings keep their expiry until next used. */
+  /**
+   * Applies a reloaded config; existing bindings keep their expiry until next used. Turning affinity off
+   * forgets every binding (a later TTL must not revive them, nor an outage count them as broken).
+   */
   configure(stickyTtlSeconds: number, rebalanceOnRecovery: boolean, balancer: Balancer): void {
+    if (stickyTtlSeconds <= 0 && this.ttlMs > 0) this.store.clear();
     this.ttlMs = stickyTtlSeconds * 1000;
     this.rebalanceOnRecovery = rebalanceOnRecovery;
     this.balancer = balancer;
@@ -110,10 +114,11 @@ export class AffinityScheduler {
         this.store.set(sessionId, pinned.id, nowMs + this.ttlMs, nowMs);
         this.recorder.hit(tier);
         return { backend: pinned, affinityHit: true, reason: "affinity_hit" };
-      } else if (pinned.state === "down" && this.store.breakBinding(sessionId, pinned.id, nowMs)) {
-        // Down without the health event having reached us yet: still a binding the outage broke.
+      } else if (this.store.breakBinding(sessionId, pinned.id, nowMs)) {
+        // Down without the health event having reached us yet, or excluded because it failed this request
+        // and nobody called onAttemptFailed: either way a binding its engine broke, counted here once.
         this.recorder.broken(tier, 1);
-        reason = "rebind_backend_down";
+        if (exclude.size === 0) reason = "rebind_backend_down";
       }
     } else if (bound === EXPIRED) {
       reason = "rebind_expired";

@@ -134,6 +134,17 @@ export class StickyTable implements BindingStore {
     }
   }
 
+  clear(): void {
+    this.slotBySession.clear();
+    this.sessionBySlot = [];
+    this.used = 0;
+    this.freeHead = NONE;
+    this.recencyHead = NONE;
+    this.recencyTail = NONE;
+    this.backendHead.fill(NONE);
+    this.backendCount.fill(0);
+  }
+
   sweep(nowMs: number, maxEntries: number): number {
     // Every binding gets the same TTL from its last use, so the least recently used is also the first to
     // expire: reclaiming from the tail finds every expired binding without looking at a live one. (After a

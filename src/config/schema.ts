@@ -95,7 +95,9 @@ const affinitySchema = z.strictObject({
   sticky_ttl_seconds: nonNegativeNumber("a non-negative number").default(1800),
   /** false: sessions that moved during an outage stay where their cache is now warm. */
   rebalance_on_backend_recovery: z.boolean({ error: "must be true or false" }).default(false),
-  max_bindings: positiveInt("a positive integer").default(1_000_000),
+  max_bindings: positiveInt("a positive integer")
+    .max(100_000_000, { error: "must be at most 100000000 (about 12 GB of heap)" })
+    .default(1_000_000),
   /** Placement when affinity does not decide (TTL 0, no session id). */
   balancer: z
     .enum(BALANCER_NAMES, { error: `must be one of ${BALANCER_NAMES.join(", ")}` })
@@ -120,17 +122,22 @@ const upstreamSchema = z.strictObject({
   keep_alive_connections: positiveInt("a positive integer").default(128),
 });
 
+/** A section left empty in YAML (`server:` with every key commented out) parses as null: it means defaults. */
+function section<T extends z.ZodType>(schema: T) {
+  return z.preprocess((value) => (value === null ? undefined : value), schema);
+}
+
 export const gatewayConfigSchema = z
   .strictObject({
-    server: serverSchema.prefault({}),
+    server: section(serverSchema.prefault({})),
     backends: z.array(backendSchema, { error: "must be a list of backends" }).min(1, {
       error: "must list at least one backend",
     }),
-    admission: admissionSchema.prefault({}),
-    routing: routingSchema.prefault({}),
-    affinity: affinitySchema.prefault({}),
-    health: healthSchema.prefault({}),
-    upstream: upstreamSchema.prefault({}),
+    admission: section(admissionSchema.prefault({})),
+    routing: section(routingSchema.prefault({})),
+    affinity: section(affinitySchema.prefault({})),
+    health: section(healthSchema.prefault({})),
+    upstream: section(upstreamSchema.prefault({})),
   })
   .superRefine((config, ctx) => {
     const seen = new Map<string, number>();

@@ -5,8 +5,10 @@ export interface Clock {
   nowMs(): number;
 }
 
+const timeOriginMs = performance.timeOrigin;
+
 export const systemClock: Clock = {
-  nowMs: () => performance.timeOrigin + performance.now(),
+  nowMs: () => timeOriginMs + performance.now(),
 };
 
 /** A clock that moves only when told to: for tests and simulations. */

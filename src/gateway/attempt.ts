@@ -1,4 +1,5 @@
-// One attempt of a completion on one engine: send, then relay the answer (buffered JSON or SSE pass-through).
+// One attempt of a completion on one engine, on undici's dispatch API: no response stream objects, chunks
+// go from the engine's socket to the client's as they arrive (buffered only for non-streaming answers).
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import type { Backend } from "../backends/backend.js";
@@ -22,6 +23,8 @@ export interface AttemptPlan {
   cancelled: () => Error | undefined;
   /** Called once, when the first byte is about to reach the client (no retry after this). */
   onCommit: () => void;
+  /** When the request arrived (clock ms): time to first token is measured from here. */
+  startedAtMs: number;
 }
 
 export interface AttemptResult {
@@ -34,169 +37,211 @@ const JSON_HEADERS = { "content-type": "application/json" };
 const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
 
 /**
- * Runs one attempt. Throws AttemptFailure when the engine failed before anything reached the client (the
- * caller may retry elsewhere); rethrows the request's cancel reason when the client went away.
+ * Runs one attempt. Rejects with AttemptFailure when the engine failed before anything reached the client
+ * (the caller may retry elsewhere), or with the request's cancel reason when the client went away.
  */
-export async function runAttempt(
+export function runAttempt(
   rt: GatewayRuntime,
   plan: AttemptPlan,
   res: ServerResponse,
 ): Promise<AttemptResult> {
-  const { backend } = plan;
-  const attemptController = plan.controller;
-  const untrack = rt.attempts.track(backend.id, attemptController);
-  const signal = attemptController.signal;
-  // Our own timer rather than undici's headersTimeout: undici's timers tick once a second, and this one
-  // must also cover a stream's first chunk. It is cleared when the first byte is about to reach the client.
-  const firstByteTimer = setTimeout(
-    () => attemptController.abort("first_byte_timeout" satisfies AbandonReason),
-    rt.settings.firstByteTimeoutMs,
-  );
-  const commit = (): void => {
-    clearTimeout(firstByteTimer);
-    untrack();
-    plan.onCommit();
-  };
-  const failed = (err: unknown): Error => {
-    const cancelled = plan.cancelled();
-    if (cancelled !== undefined) return cancelled;
-    const abandoned = attemptController.signal.aborted
-      ? (attemptController.signal.reason as AbandonReason)
-      : undefined;
-    return err instanceof AttemptFailure ? err : classifyUpstreamError(err, backend.id, abandoned);
-  };
-  try {
-    const { pool, basePath } = rt.pools.get(backend);
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await pool.request({
-        method: "POST",
-        path: basePath + plan.path,
-        headers: JSON_HEADERS,
-        body: plan.body,
-        signal,
-        headersTimeout: 0,
-        bodyTimeout: rt.settings.firstByteTimeoutMs,
-      });
-    } catch (err) {
-      throw failed(err);
-    }
-    const status = response.statusCode;
-    if (status >= 500) {
-      await response.body.dump().catch(() => undefined);
-      throw new AttemptFailure("upstream_error", `backend ${backend.id} answered ${status}`, true);
-    }
-    if (status !== 200 || !plan.stream) {
-      let body: Buffer;
-      try {
-        body = Buffer.from(await response.body.arrayBuffer());
-      } catch (err) {
-        throw failed(err);
-      }
-      commit();
-      return writeBuffered(res, plan, status, body);
-    }
-    return await relayStream(rt, plan, response, res, commit, failed);
-  } finally {
-    clearTimeout(firstByteTimer);
-    untrack();
-  }
+  return new Promise((resolve, reject) => new AttemptHandler(rt, plan, res, resolve, reject).start());
 }
 
-function writeBuffered(res: ServerResponse, plan: AttemptPlan, status: number, body: Buffer): AttemptResult {
-  const headers = { ...metadataHeaders(plan.meta), ...plan.headers, "content-type": "application/json" };
-  const out =
-    status === 200
-      ? (spliceMetadataIntoJson(body, plan.meta) ?? body)
-      : Buffer.from(JSON.stringify(engineErrorEnvelope(body, status)));
-  res.writeHead(status, { ...headers, "content-length": out.length });
-  res.end(out);
-  return { status };
-}
+type Mode = "pending" | "failed-status" | "buffer" | "stream";
 
-async function relayStream(
-  rt: GatewayRuntime,
-  plan: AttemptPlan,
-  response: Dispatcher.ResponseData,
-  res: ServerResponse,
-  commit: () => void,
-  failed: (err: unknown) => Error,
-): Promise<AttemptResult> {
-  const chunks = response.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  // Nothing is sent to the client before the engine's first chunk: a failure until then is still retryable.
-  let first: IteratorResult<Buffer>;
-  try {
-    first = await chunks.next();
-  } catch (err) {
-    throw failed(err);
-  }
-  if (first.done) {
-    throw new AttemptFailure(
-      "upstream_error",
-      `backend ${plan.backend.id} closed the stream before any data`,
-      true,
+class AttemptHandler implements Dispatcher.DispatchHandler {
+  private upstream: Dispatcher.DispatchController | undefined;
+  private mode: Mode = "pending";
+  private status = 0;
+  private readonly chunks: Buffer[] = [];
+  private committed = false;
+  private settled = false;
+  private splicer: SseMetadataSplicer | undefined;
+  private readonly untrack: () => void;
+  private readonly firstByteTimer: NodeJS.Timeout;
+  private readonly onAbort = (): void => this.upstream?.abort(this.abortError());
+  private readonly onDrain = (): void => this.upstream?.resume();
+
+  constructor(
+    private readonly rt: GatewayRuntime,
+    private readonly plan: AttemptPlan,
+    private readonly res: ServerResponse,
+    private readonly resolve: (result: AttemptResult) => void,
+    private readonly reject: (err: Error) => void,
+  ) {
+    this.untrack = rt.attempts.track(plan.backend.id, plan.controller);
+    plan.controller.signal.addEventListener("abort", this.onAbort, { once: true });
+    // Our own timer rather than undici's headersTimeout: undici's timers tick once a second, and this one
+    // also covers a stream's first chunk. It stops when the first byte is about to reach the client.
+    this.firstByteTimer = setTimeout(
+      () => plan.controller.abort("first_byte_timeout" satisfies AbandonReason),
+      rt.settings.firstByteTimeoutMs,
     );
   }
-  commit();
-  res.writeHead(200, {
-    ...metadataHeaders(plan.meta),
-    ...plan.headers,
-    "content-type": "text/event-stream; charset=utf-8",
-    "cache-control": "no-cache",
-    "x-accel-buffering": "no",
-  });
-  const splicer = new SseMetadataSplicer(
-    sseEvent({
-      id: `agentserve-${plan.headers["x-request-id"] ?? ""}`,
-      object: plan.path === "/v1/completions" ? "text_completion" : "chat.completion.chunk",
-      choices: [],
-      x_agent_serve: plan.meta,
-    }),
-  );
-  let streamError: string | undefined;
-  try {
-    await writeAll(res, splicer.push(first.value));
-    for (;;) {
-      const next = await chunks.next();
-      if (next.done) break;
-      await writeAll(res, splicer.push(next.value));
-    }
-    await writeAll(res, splicer.flush());
-    if (!splicer.sawDone) streamError = `backend ${plan.backend.id} ended the stream without [DONE]`;
-  } catch (err) {
-    const failure = failed(err);
-    if (plan.cancelled() !== undefined) throw failure; // the client left: nothing more to write
-    streamError = failure.message;
-    if (failure instanceof AttemptFailure && failure.healthSignal) {
-      rt.registry.recordOutcome(plan.backend, false, "request");
-    }
-  }
-  if (streamError !== undefined && !res.destroyed) {
-    // Bytes already reached the client, so no retry: a clear error event, the metadata, and a proper end.
-    const code = streamError.includes("timed out") ? "upstream_timeout" : "upstream_error";
-    await writeAll(res, [
-      sseEvent({ error: { message: streamError, type: "upstream_error", param: null, code } }),
-      ...(splicer.sawDone ? [] : splicer.push(DONE_EVENT)),
-    ]);
-  }
-  res.end();
-  return streamError === undefined ? { status: 200 } : { status: 200, streamError };
-}
 
-/** Writes buffers, waiting for 'drain' when the client reads slower than the engine writes. */
-async function writeAll(res: ServerResponse, buffers: Buffer[]): Promise<void> {
-  for (const buffer of buffers) {
-    if (res.destroyed) return;
-    if (!res.write(buffer)) {
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          res.off("drain", done);
-          res.off("close", done);
-          resolve();
-        };
-        res.on("drain", done);
-        res.on("close", done);
-      });
+  start(): void {
+    const { pool, basePath } = this.rt.pools.get(this.plan.backend);
+    pool.dispatch(
+      {
+        method: "POST",
+        path: basePath + this.plan.path,
+        headers: JSON_HEADERS,
+        body: this.plan.body,
+        headersTimeout: 0,
+        bodyTimeout: this.rt.settings.firstByteTimeoutMs,
+      },
+      this,
+    );
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.upstream = controller;
+    if (this.plan.controller.signal.aborted) controller.abort(this.abortError());
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    this.status = statusCode;
+    if (statusCode >= 500) this.mode = "failed-status";
+    else this.mode = statusCode === 200 && this.plan.stream ? "stream" : "buffer";
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.mode === "buffer") {
+      this.chunks.push(chunk);
+    } else if (this.mode === "stream") {
+      if (!this.committed) this.beginStream();
+      this.write(this.splicer!.push(chunk), controller);
     }
+  }
+
+  onResponseEnd(): void {
+    if (this.mode === "failed-status") {
+      this.fail(
+        new AttemptFailure("upstream_error", `backend ${this.plan.backend.id} answered ${this.status}`, true),
+      );
+    } else if (this.mode === "buffer") {
+      this.commit();
+      this.writeBuffered(Buffer.concat(this.chunks));
+      this.succeed({ status: this.status });
+    } else if (!this.committed) {
+      this.fail(
+        new AttemptFailure(
+          "upstream_error",
+          `backend ${this.plan.backend.id} closed the stream before any data`,
+          true,
+        ),
+      );
+    } else {
+      this.write(this.splicer!.flush());
+      if (this.splicer!.sawDone) {
+        this.res.end();
+        this.succeed({ status: 200 });
+      } else {
+        this.endStreamWithError(`backend ${this.plan.backend.id} ended the stream without [DONE]`);
+      }
+    }
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    const cancelled = this.plan.cancelled();
+    if (cancelled !== undefined) return this.fail(cancelled);
+    const abandoned = this.plan.controller.signal.aborted
+      ? (this.plan.controller.signal.reason as AbandonReason)
+      : undefined;
+    const failure = classifyUpstreamError(error, this.plan.backend.id, abandoned);
+    if (!this.committed) return this.fail(failure);
+    // Bytes already reached the client, so no retry: an error event, the metadata, and a proper end.
+    if (failure.healthSignal) this.rt.registry.recordOutcome(this.plan.backend, false, "request");
+    this.endStreamWithError(failure.message, failure.code);
+  }
+
+  private abortError(): Error {
+    const reason: unknown = this.plan.controller.signal.reason;
+    return reason instanceof Error ? reason : new Error(String(reason));
+  }
+
+  private commit(): void {
+    this.committed = true;
+    clearTimeout(this.firstByteTimer);
+    this.untrack();
+    this.plan.onCommit();
+  }
+
+  private beginStream(): void {
+    this.commit();
+    this.rt.metrics.firstToken(this.plan.meta.tier, (this.rt.clock.nowMs() - this.plan.startedAtMs) / 1000);
+    this.res.writeHead(200, {
+      ...metadataHeaders(this.plan.meta),
+      ...this.plan.headers,
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      "x-accel-buffering": "no",
+    });
+    this.splicer = new SseMetadataSplicer(
+      sseEvent({
+        id: `agentserve-${this.plan.headers["x-request-id"] ?? ""}`,
+        object: this.plan.path === "/v1/completions" ? "text_completion" : "chat.completion.chunk",
+        choices: [],
+        x_agent_serve: this.plan.meta,
+      }),
+    );
+  }
+
+  /** Writes to the client; when its buffer is full, pauses the engine's socket until it drains. */
+  private write(buffers: Buffer[], controller?: Dispatcher.DispatchController): void {
+    let full = false;
+    for (const buffer of buffers) if (!this.res.destroyed) full = !this.res.write(buffer);
+    if (full && controller !== undefined) {
+      controller.pause();
+      this.res.once("drain", this.onDrain);
+    }
+  }
+
+  private writeBuffered(body: Buffer): void {
+    const ok = this.status === 200;
+    const out = ok
+      ? (spliceMetadataIntoJson(body, this.plan.meta) ?? body)
+      : Buffer.from(JSON.stringify(engineErrorEnvelope(body, this.status)));
+    this.res.writeHead(this.status, {
+      ...metadataHeaders(this.plan.meta),
+      ...this.plan.headers,
+      "content-type": "application/json",
+      "content-length": out.length,
+    });
+    this.res.end(out);
+  }
+
+  private endStreamWithError(message: string, code: string = "upstream_error"): void {
+    const splicer = this.splicer!;
+    if (!this.res.destroyed) {
+      this.write([
+        sseEvent({ error: { message, type: "upstream_error", param: null, code } }),
+        ...(splicer.sawDone ? [] : splicer.push(DONE_EVENT)),
+      ]);
+      this.res.end();
+    }
+    this.succeed({ status: 200, streamError: message });
+  }
+
+  private cleanup(): void {
+    clearTimeout(this.firstByteTimer);
+    this.plan.controller.signal.removeEventListener("abort", this.onAbort);
+    this.res.off("drain", this.onDrain);
+    this.untrack();
+  }
+
+  private succeed(result: AttemptResult): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.cleanup();
+    this.resolve(result);
+  }
+
+  private fail(err: Error): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.cleanup();
+    this.reject(err);
   }
 }

@@ -100,6 +100,7 @@ export async function handleCompletion(
           headers: { "x-request-id": ctx.requestId },
           controller,
           cancelled: () => ctx.cancelReason,
+          startedAtMs: ctx.startedAtMs,
           onCommit: () => {
             committed = true;
           },

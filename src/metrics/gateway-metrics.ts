@@ -10,7 +10,42 @@ export interface GaugeSource {
 
 const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160];
 
-/** Caches label children: prom-client hashes the label values on every labels() call. */
+/**
+ * Counters bumped on every request are kept as plain numbers per label set and handed to prom-client only
+ * at scrape time: prom-client hashes the label values on every inc(), which costs more than the rest of
+ * the bookkeeping of a request.
+ */
+class HotCounter<L extends string> {
+  private readonly values = new Map<string, { labels: Record<L, string>; value: number }>();
+
+  constructor(
+    registry: Registry,
+    name: string,
+    help: string,
+    private readonly labelNames: readonly L[],
+  ) {
+    const values = this.values;
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const { labels, value } of values.values()) this.inc(labels, value);
+      },
+    });
+  }
+
+  /** `key` must be unique per label set (the label values joined); `labels` is only read the first time. */
+  add(key: string, labels: () => Record<L, string>, amount = 1): void {
+    const entry = this.values.get(key);
+    if (entry !== undefined) entry.value += amount;
+    else this.values.set(key, { labels: labels(), value: amount });
+  }
+}
+
+/** prom-client children, made once per label value. */
 class ChildCache<T> {
   private readonly children = new Map<string, T>();
   constructor(private readonly make: (key: string) => T) {}
@@ -27,36 +62,36 @@ class ChildCache<T> {
 export class GatewayMetrics implements AffinityRecorder {
   readonly registry = new Registry();
 
-  private readonly affinityHits = new Counter({
-    name: "agentserve_affinity_hits_total",
-    help: "Requests that reused the session's existing backend binding",
-    labelNames: ["tier"] as const,
-    registers: [this.registry],
-  });
-  private readonly affinityMisses = new Counter({
-    name: "agentserve_affinity_misses_total",
-    help: "Requests that needed a new binding (first turn, expired, rebind, affinity off, no session)",
-    labelNames: ["tier"] as const,
-    registers: [this.registry],
-  });
+  private readonly affinityHits = new HotCounter(
+    this.registry,
+    "agentserve_affinity_hits_total",
+    "Requests that reused the session's existing backend binding",
+    ["tier"],
+  );
+  private readonly affinityMisses = new HotCounter(
+    this.registry,
+    "agentserve_affinity_misses_total",
+    "Requests that needed a new binding (first turn, expired, rebind, affinity off, no session)",
+    ["tier"],
+  );
   private readonly affinityBroken = new Counter({
     name: "agentserve_affinity_broken_total",
     help: "Bindings invalidated because the pinned backend went down or failed a request",
     labelNames: ["tier"] as const,
     registers: [this.registry],
   });
-  private readonly requests = new Counter({
-    name: "agentserve_requests_total",
-    help: "Requests answered, by tier, final backend and HTTP status",
-    labelNames: ["tier", "backend", "status"] as const,
-    registers: [this.registry],
-  });
-  private readonly selections = new Counter({
-    name: "agentserve_selections_total",
-    help: "Backend selections by reason (affinity_hit, new_session, rebind_*, failover, ...)",
-    labelNames: ["tier", "reason"] as const,
-    registers: [this.registry],
-  });
+  private readonly requests = new HotCounter(
+    this.registry,
+    "agentserve_requests_total",
+    "Requests answered, by tier, final backend and HTTP status",
+    ["tier", "backend", "status"],
+  );
+  private readonly selections = new HotCounter(
+    this.registry,
+    "agentserve_selections_total",
+    "Backend selections by reason (affinity_hit, new_session, rebind_*, failover, ...)",
+    ["tier", "reason"],
+  );
   private readonly retries = new Counter({
     name: "agentserve_retries_total",
     help: "Attempts retried on another backend after a failure before any byte reached the client",
@@ -84,15 +119,8 @@ export class GatewayMetrics implements AffinityRecorder {
     registers: [this.registry],
   });
 
-  private readonly hitChildren = new ChildCache((tier) => this.affinityHits.labels(tier));
-  private readonly missChildren = new ChildCache((tier) => this.affinityMisses.labels(tier));
   private readonly durationChildren = new ChildCache((tier) => this.duration.labels(tier));
   private readonly ttftChildren = new ChildCache((tier) => this.ttft.labels(tier));
-  private readonly requestChildren = new ChildCache((key) => {
-    const [tier, backend, status] = key.split("\u0000") as [string, string, string];
-    return this.requests.labels(tier, backend, status);
-  });
-
   constructor(source: GaugeSource) {
     const registers = [this.registry];
     new Gauge({
@@ -139,11 +167,11 @@ export class GatewayMetrics implements AffinityRecorder {
   }
 
   hit(tier: string): void {
-    this.hitChildren.get(tier).inc();
+    this.affinityHits.add(tier, () => ({ tier }));
   }
 
   miss(tier: string): void {
-    this.missChildren.get(tier).inc();
+    this.affinityMisses.add(tier, () => ({ tier }));
   }
 
   broken(tier: string, count: number): void {
@@ -151,7 +179,7 @@ export class GatewayMetrics implements AffinityRecorder {
   }
 
   selection(tier: string, reason: string): void {
-    this.selections.labels(tier, reason).inc();
+    this.selections.add(`${tier}\u0000${reason}`, () => ({ tier, reason }));
   }
 
   retry(tier: string): void {
@@ -163,7 +191,11 @@ export class GatewayMetrics implements AffinityRecorder {
   }
 
   requestDone(tier: string, backend: string, status: number, durationSeconds: number): void {
-    this.requestChildren.get(`${tier}\u0000${backend}\u0000${status}`).inc();
+    this.requests.add(`${tier}\u0000${backend}\u0000${status}`, () => ({
+      tier,
+      backend,
+      status: String(status),
+    }));
     this.durationChildren.get(tier).observe(durationSeconds);
   }
 
@@ -174,8 +206,8 @@ export class GatewayMetrics implements AffinityRecorder {
   /** Makes every tier's series exist at 0 from the start, so rate() and ratios work before the first event. */
   initTiers(tiers: Iterable<string>): void {
     for (const tier of tiers) {
-      this.affinityHits.labels(tier).inc(0);
-      this.affinityMisses.labels(tier).inc(0);
+      this.affinityHits.add(tier, () => ({ tier }), 0);
+      this.affinityMisses.add(tier, () => ({ tier }), 0);
       this.affinityBroken.labels(tier).inc(0);
       this.retries.labels(tier).inc(0);
     }

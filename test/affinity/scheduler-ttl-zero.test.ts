@@ -43,6 +43,7 @@ function untouchableStore(): BindingStore & { calls: string[] } {
     countFor: () => 0,
     forEachSession: refuse("forEachSession"),
     sweep: refuse("sweep"),
+    clear: refuse("clear"),
   };
 }
 

@@ -131,6 +131,21 @@ describe("AffinityScheduler: TTL on a manual clock", () => {
     scheduler.configure(0, false, createBalancer("least_inflight", new SeededRandom(1)));
     expect(scheduler.affinityEnabled).toBe(false);
     expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("affinity_disabled");
+    // Turning affinity off forgets the bindings: turning it back on starts from nothing.
+    expect(scheduler.bindingsOf(list[0]!.id) + scheduler.bindingsOf(list[1]!.id)).toBe(0);
+    scheduler.configure(60, false, createBalancer("least_inflight", new SeededRandom(1)));
+    expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("new_session");
+  });
+
+  it("counts a binding broken when a retry excludes its backend without onAttemptFailed", () => {
+    const { scheduler, recorder } = harness();
+    const list = candidates(3);
+    const first = scheduler.selectBackend("r", "small", list)!;
+    const retry = scheduler.selectBackend("r", "small", list, new Set([first.backend.id]))!;
+    expect(retry.reason).toBe("failover");
+    expect(retry.backend.id).not.toBe(first.backend.id);
+    scheduler.onAttemptFailed("r", "small", first.backend.id); // late: already counted, not again
+    expect(recorder.totals("small").broken).toBe(1);
   });
 });
 

@@ -402,3 +402,22 @@ describe("formatPath", () => {
     expect(formatPath([])).toBe("(top level)");
   });
 });
+
+describe("sections and limits", () => {
+  it("treats a section whose keys are all commented out as its defaults", () => {
+    const config = parseConfigText(
+      `server:\n  # port: 9000\n${ONE_BACKEND}affinity:\nhealth:\n`,
+      "empty.yaml",
+      {},
+    );
+    expect(config.server.port).toBe(8000);
+    expect(config.affinity.sticky_ttl_seconds).toBe(1800);
+    expect(config.health.failures_to_mark_down).toBe(3);
+  });
+
+  it("bounds max_bindings", () => {
+    expect(() =>
+      parseConfigText(`${ONE_BACKEND}affinity: {max_bindings: 1000000000}\n`, "big.yaml", {}),
+    ).toThrow(/affinity\.max_bindings: must be at most 100000000/);
+  });
+});
