@@ -106,6 +106,18 @@ export class BackendSlots {
     next.resolve();
   }
 
+  /** Hands free slots to waiters (after a reload raised max_inflight). */
+  pump(backend: SlotHolder): void {
+    const queue = this.queues.get(backend.id);
+    while (queue !== undefined && queue.length > 0 && backend.inflight < backend.maxInflight) {
+      const next = queue.shift()!;
+      this.waiting--;
+      backend.inflight++;
+      this.settle(next);
+      next.resolve();
+    }
+  }
+
   /** The backend went down or was removed: its waiters fail over elsewhere. */
   rejectWaiters(backendId: string, reason: string): void {
     const queue = this.queues.get(backendId);

@@ -14,6 +14,8 @@ export class Backend implements SchedulingCandidate {
   maxInflight: number;
   weight: number;
   gpu: string | undefined;
+  /** Headers of every request to the engine: content type, and its API key when the config names one. */
+  upstreamHeaders: Record<string, string>;
   /** Drained backends keep serving their pinned sessions but take no new ones. */
   drained = false;
   inflight = 0;
@@ -28,6 +30,7 @@ export class Backend implements SchedulingCandidate {
     this.maxInflight = config.max_inflight;
     this.weight = config.weight;
     this.gpu = config.gpu;
+    this.upstreamHeaders = upstreamHeadersFor(config);
   }
 
   get state(): BackendState {
@@ -42,5 +45,26 @@ export class Backend implements SchedulingCandidate {
     this.maxInflight = config.max_inflight;
     this.weight = config.weight;
     this.gpu = config.gpu;
+    this.upstreamHeaders = upstreamHeadersFor(config);
   }
+}
+
+/**
+ * The engine's API key comes from the environment variable the config names (checked at start by
+ * missingApiKeyEnv). Clients' own Authorization headers are never forwarded.
+ */
+function upstreamHeadersFor(config: BackendConfig): Record<string, string> {
+  const key = config.api_key_env === undefined ? undefined : process.env[config.api_key_env];
+  return key === undefined || key === ""
+    ? { "content-type": "application/json" }
+    : { "content-type": "application/json", authorization: `Bearer ${key}` };
+}
+
+/** Config problems of api_key_env entries whose variable is not set, one line each. */
+export function missingApiKeyEnv(configs: readonly BackendConfig[]): string[] {
+  return configs.flatMap((config, index) =>
+    config.api_key_env !== undefined && !process.env[config.api_key_env]
+      ? [`backends[${index}].api_key_env: environment variable ${config.api_key_env} is not set`]
+      : [],
+  );
 }

@@ -3,6 +3,13 @@ import { simCommand } from "../sim/command.js";
 import { studyCommand } from "../study/command.js";
 import type { Command } from "./command.js";
 import { gatewayCommand } from "./gateway-command.js";
+import { hashKeyCommand } from "./hash-key-command.js";
 import { startCommand } from "./start-command.js";
 
-export const commands: readonly Command[] = [startCommand, gatewayCommand, simCommand, studyCommand];
+export const commands: readonly Command[] = [
+  startCommand,
+  gatewayCommand,
+  simCommand,
+  studyCommand,
+  hashKeyCommand,
+];

@@ -47,7 +47,26 @@ const backendSchema = z.strictObject({
   weight: positiveNumber("a positive number").default(1),
   /** Informational only, as in the original (shown by the admin API). */
   gpu: z.string({ error: "must be a string" }).optional(),
+  /**
+   * Name of an environment variable holding the engine's API key (sent as a bearer token). The key itself
+   * never sits in the file, and the clients' own credentials are never forwarded.
+   */
+  api_key_env: z
+    .string({ error: "must be an environment variable name" })
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "must be an environment variable name" })
+    .optional(),
   simulate: simulateSchema.optional(),
+});
+
+/** A client API key, stored as the SHA-256 of the key (hex), optionally tied to the agent it charges. */
+const apiKeySchema = z.strictObject({
+  sha256: z
+    .string({ error: "must be the hex SHA-256 of the key (agent-serve hash-key KEY prints it)" })
+    .regex(/^[0-9a-f]{64}$/, {
+      error: "must be the hex SHA-256 of the key (agent-serve hash-key KEY prints it)",
+    }),
+  /** Requests with this key are charged to this agent, whatever X-Agent-Id says. */
+  agent_id: z.string({ error: "must be a string" }).min(1).max(128).optional(),
 });
 
 const serverSchema = z.strictObject({
@@ -66,6 +85,12 @@ const serverSchema = z.strictObject({
   max_body_bytes: positiveInt("a positive integer").default(8 * 1024 * 1024),
   /** How long Ctrl-C / SIGTERM waits for in-flight requests before closing them. */
   shutdown_grace_seconds: nonNegativeNumber("a non-negative number").default(10),
+  /** Open client connections at most; more are refused at accept. */
+  max_connections: positiveInt("a positive integer").default(10_000),
+  /** Client API keys; when any is set, every /v1 request needs `Authorization: Bearer <key>`. */
+  api_keys: z.array(apiKeySchema, { error: "must be a list of {sha256, agent_id}" }).default([]),
+  /** Add the last message of each request to its log line (off: prompts are never logged). */
+  log_prompts: z.boolean({ error: "must be true or false" }).default(false),
 });
 
 const admissionSchema = z.strictObject({
@@ -77,6 +102,16 @@ const admissionSchema = z.strictObject({
     .nonnegative({ error: "must be a non-negative integer" })
     .default(256),
   queue_timeout_seconds: positiveNumber("a positive number").default(30),
+  /** Per-agent budgets that differ from default_token_budget. */
+  agents: z
+    .record(z.string(), z.strictObject({ token_budget: positiveInt("a positive integer") }), {
+      error: "must map agent ids to {token_budget}",
+    })
+    .default({}),
+  /** Agents whose usage is remembered at most (least recently seen forgotten first): bounds memory. */
+  max_agents: positiveInt("a positive integer").default(100_000),
+  /** Charge requests without an agent id (X-Agent-Id or an API key's agent) to one shared budget. */
+  budget_anonymous: z.boolean({ error: "must be true or false" }).default(false),
 });
 
 const routingSchema = z.strictObject({

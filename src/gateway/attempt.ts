@@ -6,7 +6,8 @@ import type { Backend } from "../backends/backend.js";
 import { engineErrorEnvelope } from "./engine-error.js";
 import { metadataHeaders, spliceMetadataIntoJson, type AgentServeMetadata } from "./response-metadata.js";
 import type { GatewayRuntime } from "./runtime.js";
-import { SseMetadataSplicer, sseEvent } from "./sse-metadata.js";
+import { SseRelay, sseEvent } from "./sse-relay.js";
+import { extractUsage, type TokenUsage } from "./usage.js";
 import { AttemptFailure, classifyUpstreamError, type AbandonReason } from "./upstream-failure.js";
 
 export interface AttemptPlan {
@@ -25,15 +26,19 @@ export interface AttemptPlan {
   onCommit: () => void;
   /** When the request arrived (clock ms): time to first token is measured from here. */
   startedAtMs: number;
+  /** The gateway asked the engine for a usage chunk the client did not ask for: drop it from the stream. */
+  stripUsage: boolean;
+  /** Extra upstream request headers (an engine API key). */
+  upstreamHeaders: Record<string, string>;
 }
 
 export interface AttemptResult {
   status: number;
   /** Set when a stream broke after bytes reached the client (ended with an SSE error event). */
   streamError?: string;
+  /** What the engine reported it used, when it did. */
+  usage?: TokenUsage;
 }
-
-const JSON_HEADERS = { "content-type": "application/json" };
 const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
 
 /**
@@ -57,7 +62,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private readonly chunks: Buffer[] = [];
   private committed = false;
   private settled = false;
-  private splicer: SseMetadataSplicer | undefined;
+  private relay: SseRelay | undefined;
   private readonly untrack: () => void;
   private readonly firstByteTimer: NodeJS.Timeout;
   private readonly onAbort = (): void => this.upstream?.abort(this.abortError());
@@ -86,7 +91,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       {
         method: "POST",
         path: basePath + this.plan.path,
-        headers: JSON_HEADERS,
+        headers: this.plan.upstreamHeaders,
         body: this.plan.body,
         headersTimeout: 0,
         bodyTimeout: this.rt.settings.firstByteTimeoutMs,
@@ -111,7 +116,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.chunks.push(chunk);
     } else if (this.mode === "stream") {
       if (!this.committed) this.beginStream();
-      this.write(this.splicer!.push(chunk), controller);
+      this.write(this.relay!.push(chunk), controller);
     }
   }
 
@@ -122,8 +127,10 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       );
     } else if (this.mode === "buffer") {
       this.commit();
-      this.writeBuffered(Buffer.concat(this.chunks));
-      this.succeed({ status: this.status });
+      const body = Buffer.concat(this.chunks);
+      this.writeBuffered(body);
+      const usage = this.status === 200 ? extractUsage(body) : undefined;
+      this.succeed(usage === undefined ? { status: this.status } : { status: this.status, usage });
     } else if (!this.committed) {
       this.fail(
         new AttemptFailure(
@@ -133,10 +140,11 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
         ),
       );
     } else {
-      this.write(this.splicer!.flush());
-      if (this.splicer!.sawDone) {
+      this.write(this.relay!.flush());
+      if (this.relay!.sawDone) {
         this.res.end();
-        this.succeed({ status: 200 });
+        const usage = this.relay!.usage;
+        this.succeed(usage === undefined ? { status: 200 } : { status: 200, usage });
       } else {
         this.endStreamWithError(`backend ${this.plan.backend.id} ended the stream without [DONE]`);
       }
@@ -178,20 +186,27 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       "cache-control": "no-cache",
       "x-accel-buffering": "no",
     });
-    this.splicer = new SseMetadataSplicer(
+    this.relay = new SseRelay(
       sseEvent({
         id: `agentserve-${this.plan.headers["x-request-id"] ?? ""}`,
         object: this.plan.path === "/v1/completions" ? "text_completion" : "chat.completion.chunk",
         choices: [],
         x_agent_serve: this.plan.meta,
       }),
+      this.plan.stripUsage,
     );
   }
 
-  /** Writes to the client; when its buffer is full, pauses the engine's socket until it drains. */
+  /**
+   * Writes to the client, corked so that several events of one engine chunk leave in one system call; when
+   * the client's buffer is full, pauses the engine's socket until it drains.
+   */
   private write(buffers: Buffer[], controller?: Dispatcher.DispatchController): void {
+    if (buffers.length === 0 || this.res.destroyed) return;
     let full = false;
-    for (const buffer of buffers) if (!this.res.destroyed) full = !this.res.write(buffer);
+    if (buffers.length > 1) this.res.cork();
+    for (const buffer of buffers) full = !this.res.write(buffer);
+    if (buffers.length > 1) this.res.uncork();
     if (full && controller !== undefined) {
       controller.pause();
       this.res.once("drain", this.onDrain);
@@ -213,11 +228,11 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   }
 
   private endStreamWithError(message: string, code: string = "upstream_error"): void {
-    const splicer = this.splicer!;
+    const relay = this.relay!;
     if (!this.res.destroyed) {
       this.write([
         sseEvent({ error: { message, type: "upstream_error", param: null, code } }),
-        ...(splicer.sawDone ? [] : splicer.push(DONE_EVENT)),
+        ...(relay.sawDone ? [] : relay.push(DONE_EVENT)),
       ]);
       this.res.end();
     }

@@ -10,7 +10,8 @@ export interface ClientHeaders {
   sessionId: string | undefined;
   /** undefined and "auto" both mean: let the router decide. */
   tierHint: string | undefined;
-  agentId: string;
+  /** X-Agent-Id as sent; undefined when absent. */
+  agentId: string | undefined;
 }
 
 function single(headers: IncomingHttpHeaders, name: string): string | undefined {
@@ -39,6 +40,6 @@ export function parseClientHeaders(headers: IncomingHttpHeaders): ClientHeaders 
   return {
     sessionId: session === undefined ? undefined : printable("x-session-id", session, MAX_SESSION_ID_BYTES),
     tierHint: hint === undefined || hint === "" ? undefined : printable("x-tier-hint", hint, 64),
-    agentId: agent === undefined ? "anonymous" : printable("x-agent-id", agent, 128),
+    agentId: agent === undefined ? undefined : printable("x-agent-id", agent, 128),
   };
 }

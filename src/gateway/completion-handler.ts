@@ -1,18 +1,21 @@
 // POST /v1/chat/completions and /v1/completions: route to a tier, pick a backend, proxy, fail over.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { SlotUnavailableError } from "../admission/backend-slots.js";
-import type { Backend } from "../backends/backend.js";
 import { GatewayError } from "../core/errors.js";
 import { chooseTier } from "../routing/tier-router.js";
 import { runAttempt } from "./attempt.js";
+import { authenticate } from "./client-auth.js";
 import { parseClientHeaders } from "./client-headers.js";
 import { parseCompletionRequest, type CompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
 import type { RequestContext } from "./request-context.js";
 import type { GatewayRuntime } from "./runtime.js";
+import { UpstreamBodies } from "./upstream-body.js";
 import { AttemptFailure } from "./upstream-failure.js";
 
 const PATHS: Record<Endpoint, string> = { chat: "/v1/chat/completions", completions: "/v1/completions" };
+/** The shared budget of requests without an agent, when admission.budget_anonymous is on. */
+const ANONYMOUS = "(anonymous)";
 
 export async function handleCompletion(
   rt: GatewayRuntime,
@@ -23,9 +26,22 @@ export async function handleCompletion(
 ): Promise<void> {
   const client = parseClientHeaders(req.headers);
   ctx.sessionId = client.sessionId;
-  ctx.agentId = client.agentId;
+  const agentId = authenticate(req.headers, client.agentId, rt.settings.apiKeys);
+  ctx.agentId = agentId;
+  const budgetKey = agentId ?? (rt.settings.config.admission.budget_anonymous ? ANONYMOUS : undefined);
+  if (budgetKey !== undefined) {
+    const decision = rt.budgets.check(budgetKey, rt.clock.nowMs());
+    if (!decision.allowed) {
+      throw new GatewayError(
+        "budget_exceeded",
+        `agent '${budgetKey}' used ${decision.used} of its ${decision.budget} tokens in the budget window`,
+        { retryAfterSeconds: decision.retryAfterSeconds },
+      );
+    }
+  }
   const raw = await readBody(req, rt.settings.maxBodyBytes);
   const request = parseCompletionRequest(raw, endpoint);
+  if (rt.settings.config.server.log_prompts) ctx.prompt = lastMessageText(request);
 
   const { registry, scheduler } = rt;
   const sessionTier = (): string | undefined => {
@@ -101,6 +117,8 @@ export async function handleCompletion(
           controller,
           cancelled: () => ctx.cancelReason,
           startedAtMs: ctx.startedAtMs,
+          stripUsage: bodies.stripUsage,
+          upstreamHeaders: backend.upstreamHeaders,
           onCommit: () => {
             committed = true;
           },
@@ -109,6 +127,16 @@ export async function handleCompletion(
       );
       ctx.status = result.status;
       ctx.streamError = result.streamError;
+      if (result.usage !== undefined) {
+        rt.metrics.tokens(tier, result.usage);
+        if (budgetKey !== undefined) {
+          rt.budgets.charge(
+            budgetKey,
+            result.usage.promptTokens + result.usage.completionTokens,
+            rt.clock.nowMs(),
+          );
+        }
+      }
       if (result.status < 500 && result.streamError === undefined)
         registry.recordOutcome(backend, true, "request");
       return;
@@ -135,22 +163,12 @@ export async function handleCompletion(
   });
 }
 
-/** The body sent upstream: the client's bytes as they are, re-serialised only when the model must change. */
-class UpstreamBodies {
-  private readonly byModel = new Map<string, Buffer>();
-
-  constructor(
-    private readonly raw: Buffer,
-    private readonly request: CompletionRequest,
-  ) {}
-
-  forModel(model: Backend["model"]): Buffer {
-    if (this.request.body["model"] === model) return this.raw;
-    let body = this.byModel.get(model);
-    if (body === undefined) {
-      body = Buffer.from(JSON.stringify({ ...this.request.body, model }));
-      this.byModel.set(model, body);
-    }
-    return body;
-  }
+/** The last message's text, for the log line when server.log_prompts is on. */
+function lastMessageText(request: CompletionRequest): string {
+  const messages = request.body["messages"];
+  const source = Array.isArray(messages)
+    ? (messages.at(-1) as Record<string, unknown>)["content"]
+    : request.body["prompt"];
+  const text = typeof source === "string" ? source : JSON.stringify(source ?? null);
+  return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
 }

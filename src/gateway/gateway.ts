@@ -6,6 +6,9 @@ import { createBalancer } from "../affinity/balancers.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { BackendSlots } from "../admission/backend-slots.js";
+import { TokenBudgets, type BudgetSettings } from "../admission/token-budgets.js";
+import { missingApiKeyEnv } from "../backends/backend.js";
+import { ConfigError } from "../config/load.js";
 import { HealthChecker } from "../backends/health-checker.js";
 import { BackendRegistry } from "../backends/registry.js";
 import { systemClock, type Clock } from "../core/clock.js";
@@ -32,6 +35,23 @@ export interface GatewayOptions {
 const SWEEP_INTERVAL_MS = 1000;
 const SWEEP_BATCH = 10_000;
 
+function budgetSettings(config: GatewayConfig): BudgetSettings {
+  return {
+    windowMs: config.admission.budget_window_seconds * 1000,
+    defaultBudget: config.admission.default_token_budget,
+    overrides: new Map(
+      Object.entries(config.admission.agents).map(([agent, entry]) => [agent, entry.token_budget]),
+    ),
+    maxAgents: config.admission.max_agents,
+  };
+}
+
+/** Refuses a config whose backends name API-key variables that are not set. */
+function checkEnvironment(config: GatewayConfig, source: string): void {
+  const problems = missingApiKeyEnv(config.backends);
+  if (problems.length > 0) throw new ConfigError(source, problems);
+}
+
 function deriveSettings(config: GatewayConfig, tiers: readonly string[]): RuntimeSettings {
   return {
     config,
@@ -41,6 +61,7 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
     firstByteTimeoutMs: config.upstream.first_byte_timeout_seconds * 1000,
     requestTimeoutMs: config.upstream.request_timeout_seconds * 1000,
     adminToken: config.server.admin_token,
+    apiKeys: new Map(config.server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id }])),
   };
 }
 
@@ -68,6 +89,7 @@ export class Gateway {
     config: GatewayConfig,
     private readonly options: GatewayOptions,
   ) {
+    checkEnvironment(config, "config");
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? pino({ name: "agent-serve" });
     const registry = new BackendRegistry(config.backends, thresholdsOf(config));
@@ -116,6 +138,7 @@ export class Gateway {
       pools,
       metrics,
       attempts,
+      budgets: new TokenBudgets(budgetSettings(config)),
       probeSoon: (id) => this.health.probeSoon(id),
       settings: deriveSettings(config, registry.tiers()),
     };
@@ -140,6 +163,7 @@ export class Gateway {
       accepting: () => this.accepting,
       reload: () => this.reloadFromSource(),
     });
+    this.server.maxConnections = config.server.max_connections;
     this.server.on("request", (_req, res) => {
       this.activeRequests++;
       res.once("close", () => {
@@ -182,6 +206,7 @@ export class Gateway {
 
   /** Applies a new config: backends added/updated/removed, affinity, health, admission, routing settings. */
   reload(config: GatewayConfig): { changed: string[] } {
+    checkEnvironment(config, "reloaded config");
     const rt = this.runtime;
     const changed: string[] = [];
     const removed = rt.registry.reconfigure(config.backends, thresholdsOf(config));
@@ -206,6 +231,15 @@ export class Gateway {
       intervalMs: config.health.probe_interval_seconds * 1000,
       timeoutMs: config.health.probe_timeout_seconds * 1000,
     });
+    const budgets = budgetSettings(config);
+    if (rt.budgets.accepts(budgets)) {
+      rt.budgets.configure(budgets);
+    } else {
+      rt.budgets = new TokenBudgets(budgets);
+      changed.push("budget window or max_agents changed: budget usage starts afresh");
+    }
+    for (const backend of rt.registry.all()) rt.slots.pump(backend);
+    this.server.maxConnections = config.server.max_connections;
     rt.metrics.initTiers(rt.registry.tiers());
     const previous = rt.settings.config;
     if (previous.server.host !== config.server.host || previous.server.port !== config.server.port) {

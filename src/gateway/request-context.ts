@@ -6,7 +6,9 @@ export interface RequestContext {
   method: string;
   path: string;
   sessionId?: string | undefined;
-  agentId?: string;
+  agentId?: string | undefined;
+  /** The last message, only when server.log_prompts is on. */
+  prompt?: string;
   tier?: string;
   backend?: string;
   reason?: string;

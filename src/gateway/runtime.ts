@@ -2,12 +2,14 @@
 import type { Logger } from "pino";
 import type { AffinityScheduler } from "../affinity/scheduler.js";
 import type { BackendSlots } from "../admission/backend-slots.js";
+import type { TokenBudgets } from "../admission/token-budgets.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { TierRouterSettings } from "../routing/tier-router.js";
 import type { AttemptTracker } from "./attempt-tracker.js";
+import type { ApiKeyEntry } from "./client-auth.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 
 /** Settings derived once per config (load or reload), in the units the request path uses. */
@@ -19,6 +21,8 @@ export interface RuntimeSettings {
   firstByteTimeoutMs: number;
   requestTimeoutMs: number;
   adminToken: string | undefined;
+  /** Client API keys by the hex SHA-256 of the key. */
+  apiKeys: ReadonlyMap<string, ApiKeyEntry>;
 }
 
 export interface GatewayRuntime {
@@ -30,6 +34,7 @@ export interface GatewayRuntime {
   readonly pools: UpstreamPools;
   readonly metrics: GatewayMetrics;
   readonly attempts: AttemptTracker;
+  budgets: TokenBudgets;
   /** Asks the health checker for an early probe of a backend that just failed a request. */
   readonly probeSoon: (backendId: string) => void;
   settings: RuntimeSettings;

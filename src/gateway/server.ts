@@ -1,7 +1,14 @@
 // The gateway's HTTP surface: routes, the request lifecycle (abort, deadline, errors, log line, metrics).
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { GatewayError, toGatewayError } from "../core/errors.js";
+import {
+  STATUS_CODES,
+  createServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import type { Duplex } from "node:stream";
+import { GatewayError, toGatewayError, type ErrorCode } from "../core/errors.js";
 import { handleAdmin, type AdminActions } from "./admin-handler.js";
 import { handleCompletion } from "./completion-handler.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
@@ -52,6 +59,9 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
     (req, res) => void serve(req, res),
   );
   server.keepAliveTimeout = 65_000;
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) =>
+    answerClientError(err, socket, rt),
+  );
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? "/";
@@ -94,6 +104,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       if (error.code === "internal_error")
         rt.logger.error({ reqId: ctx.requestId, err: error.cause }, "internal error");
       ctx.errorCode = error.code;
+      if (REFUSALS.has(error.code)) rt.metrics.rejection(error.code);
       if (res.headersSent) {
         res.destroy();
         return;
@@ -131,12 +142,52 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
         attempts: ctx.attempts || undefined,
         queueMs: ctx.queueWaitMs > 0 ? Math.round(ctx.queueWaitMs) : undefined,
         error: ctx.errorCode ?? ctx.streamError,
+        prompt: ctx.prompt,
       },
       "request",
     );
   }
 
   return server;
+}
+
+/** Codes of requests refused before any engine saw them (agentserve_rejections_total{reason}). */
+const REFUSALS = new Set<ErrorCode>([
+  "budget_exceeded",
+  "queue_full",
+  "queue_timeout",
+  "no_healthy_backend",
+  "shutting_down",
+  "unauthorized",
+  "body_too_large",
+  "invalid_json",
+  "invalid_request",
+  "invalid_header",
+  "model_not_found",
+  "tier_not_found",
+]);
+
+/**
+ * Requests node's HTTP parser refuses before any handler runs (oversized or malformed headers, slow
+ * clients) still get an honest status and the OpenAI envelope rather than node's bare answer.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, rt: GatewayRuntime): void {
+  if (err.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const error =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? new GatewayError("header_too_large", "request headers are too large")
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? new GatewayError("request_timeout", "the request was not received in time")
+        : new GatewayError("invalid_request", `malformed HTTP request (${err.code ?? "parse error"})`);
+  rt.metrics.rejection(error.code);
+  const body = JSON.stringify(error.toJSON());
+  socket.end(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? "Error"}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 function validRequestId(value: string | string[] | undefined): string | undefined {

@@ -92,6 +92,12 @@ export class GatewayMetrics implements AffinityRecorder {
     "Backend selections by reason (affinity_hit, new_session, rebind_*, failover, ...)",
     ["tier", "reason"],
   );
+  private readonly tokenCounts = new HotCounter(
+    this.registry,
+    "agentserve_tokens_total",
+    "Tokens the engines reported in usage: prompt, of which cached (prefix-cache hits), and completion",
+    ["tier", "kind"],
+  );
   private readonly retries = new Counter({
     name: "agentserve_retries_total",
     help: "Attempts retried on another backend after a failure before any byte reached the client",
@@ -197,6 +203,19 @@ export class GatewayMetrics implements AffinityRecorder {
       status: String(status),
     }));
     this.durationChildren.get(tier).observe(durationSeconds);
+  }
+
+  tokens(
+    tier: string,
+    usage: { promptTokens: number; cachedTokens: number; completionTokens: number },
+  ): void {
+    this.tokenCounts.add(`${tier}\u0000prompt`, () => ({ tier, kind: "prompt" }), usage.promptTokens);
+    this.tokenCounts.add(`${tier}\u0000cached`, () => ({ tier, kind: "cached" }), usage.cachedTokens);
+    this.tokenCounts.add(
+      `${tier}\u0000completion`,
+      () => ({ tier, kind: "completion" }),
+      usage.completionTokens,
+    );
   }
 
   firstToken(tier: string, seconds: number): void {

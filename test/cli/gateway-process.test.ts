@@ -81,6 +81,48 @@ describe("agent-serve gateway process", () => {
   });
 });
 
+describe("SIGHUP reload", () => {
+  it("applies a good file and reports a bad one, keeping the running config", async () => {
+    const sims = [await spawnSim(["--model", SMALL_MODEL]), await spawnSim(["--model", SMALL_MODEL])];
+    const token = "sighup-admin-token-0123";
+    const config = (urls: string[], extra = "") =>
+      `server: {host: 127.0.0.1, port: 0, admin_token: ${token}}\nbackends:\n` +
+      urls
+        .map((u, i) => `  - {id: small-${i}, tier: small, base_url: "${u}", model: ${SMALL_MODEL}}\n`)
+        .join("") +
+      extra;
+    const path = await writeConfig("hup.yaml", config([sims[0]!.url]));
+    const gateway = runCli(["gateway", "--config", path]);
+    try {
+      const [, port] = await gateway.waitForLine(/listening on 127\.0\.0\.1:(\d+)/);
+      const backends = async () =>
+        (
+          (await (
+            await fetch(`http://127.0.0.1:${port}/admin/backends`, {
+              headers: { authorization: `Bearer ${token}` },
+            })
+          ).json()) as { backends: { id: string }[] }
+        ).backends.map((b) => b.id);
+      expect(await backends()).toEqual(["small-0"]);
+
+      await writeFile(path, config([sims[0]!.url, sims[1]!.url]));
+      gateway.child.kill("SIGHUP");
+      await gateway.waitForLine(/config reloaded/);
+      expect(await backends()).toEqual(["small-0", "small-1"]);
+
+      await writeFile(path, config([sims[0]!.url], "health: {failures_to_mark_down: 0}\n"));
+      gateway.child.kill("SIGHUP");
+      await gateway.waitForLine(
+        /health\.failures_to_mark_down: must be a positive integer.*config reload refused/,
+      );
+      expect(await backends()).toEqual(["small-0", "small-1"]);
+    } finally {
+      await stopProcess(gateway);
+      await Promise.all(sims.map((s) => stopProcess(s)));
+    }
+  });
+});
+
 describe("agent-serve start (the npm start demo)", () => {
   it("starts the config's simulated engines and the gateway, serves, and stops everything on SIGINT", async () => {
     const [gatewayPort, small0, small1] = await freePorts(3);

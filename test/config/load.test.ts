@@ -48,6 +48,9 @@ describe("the shipped configs/gateway.yaml", () => {
       budget_window_seconds: 3600,
       max_queue_size: 256,
       queue_timeout_seconds: 30,
+      agents: {},
+      max_agents: 100_000,
+      budget_anonymous: false,
     });
     expect(config.routing).toMatchObject({
       prompt_length_threshold: 2000,

@@ -66,6 +66,7 @@ describe("GatewayMetrics: the contract names", () => {
       agentserve_affinity_broken_total: "counter",
       agentserve_requests_total: "counter",
       agentserve_selections_total: "counter",
+      agentserve_tokens_total: "counter",
       agentserve_retries_total: "counter",
       agentserve_rejections_total: "counter",
       agentserve_request_duration_seconds: "histogram",

@@ -1,0 +1,33 @@
+// Client API keys (stored as SHA-256 hashes) and the agent a request is charged to.
+import { createHash } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
+import { GatewayError } from "../core/errors.js";
+
+export interface ApiKeyEntry {
+  agentId: string | undefined;
+}
+
+export function sha256Hex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/**
+ * The agent a request is charged to: the API key's agent when the key names one, else X-Agent-Id, else
+ * none. With keys configured, a request without a known key is refused (401). Looking up the key's hash
+ * (not the key) means timing reveals nothing usable about valid keys.
+ */
+export function authenticate(
+  headers: IncomingHttpHeaders,
+  declaredAgentId: string | undefined,
+  keys: ReadonlyMap<string, ApiKeyEntry>,
+): string | undefined {
+  if (keys.size === 0) return declaredAgentId;
+  const header = headers.authorization;
+  const token = header?.startsWith("Bearer ") ? header.slice(7).trim() : undefined;
+  if (token === undefined || token === "") {
+    throw new GatewayError("unauthorized", "this gateway needs an API key: 'Authorization: Bearer <key>'");
+  }
+  const entry = keys.get(sha256Hex(token));
+  if (entry === undefined) throw new GatewayError("unauthorized", "unknown API key");
+  return entry.agentId ?? declaredAgentId;
+}

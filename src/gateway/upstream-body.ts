@@ -1,0 +1,60 @@
+// The body sent to an engine: the client's bytes as they are whenever possible.
+import type { CompletionRequest } from "./completion-request.js";
+
+const USAGE_OPTION = Buffer.from('"stream_options":{"include_usage":true},');
+
+/**
+ * Streams always ask the engine for its usage chunk (budgets and token metrics need it); the client gets
+ * it only if it asked. The body is re-serialised only when the model id must change or the client set
+ * stream_options without include_usage; otherwise the option is spliced into the raw bytes.
+ */
+export class UpstreamBodies {
+  private readonly byModel = new Map<string, Buffer>();
+  /** The client did not ask for usage in its stream: drop the engine's usage chunk. */
+  readonly stripUsage: boolean;
+  private readonly needsUsageOption: boolean;
+
+  constructor(
+    private readonly raw: Buffer,
+    private readonly request: CompletionRequest,
+  ) {
+    const options = request.body["stream_options"];
+    const clientAsked =
+      typeof options === "object" &&
+      options !== null &&
+      (options as Record<string, unknown>)["include_usage"] === true;
+    this.stripUsage = request.stream && !clientAsked;
+    this.needsUsageOption = this.stripUsage;
+  }
+
+  forModel(model: string): Buffer {
+    const sameModel = this.request.body["model"] === model;
+    if (sameModel && !this.needsUsageOption) return this.raw;
+    let body = this.byModel.get(model);
+    if (body === undefined) {
+      body =
+        sameModel && !("stream_options" in this.request.body)
+          ? this.spliceUsageOption()
+          : this.reserialise(model);
+      this.byModel.set(model, body);
+    }
+    return body;
+  }
+
+  private spliceUsageOption(): Buffer {
+    const open = this.raw.indexOf(0x7b /* { */);
+    return Buffer.concat([this.raw.subarray(0, open + 1), USAGE_OPTION, this.raw.subarray(open + 1)]);
+  }
+
+  private reserialise(model: string): Buffer {
+    const body: Record<string, unknown> = { ...this.request.body, model };
+    if (this.needsUsageOption) {
+      const options = body["stream_options"];
+      body["stream_options"] = {
+        ...(typeof options === "object" && options !== null ? options : {}),
+        include_usage: true,
+      };
+    }
+    return Buffer.from(JSON.stringify(body));
+  }
+}

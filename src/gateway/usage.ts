@@ -1,0 +1,60 @@
+// Token usage as engines report it (OpenAI `usage`), read without parsing whole response bodies.
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+}
+
+interface RawUsage {
+  prompt_tokens?: unknown;
+  completion_tokens?: unknown;
+  prompt_tokens_details?: { cached_tokens?: unknown } | null;
+}
+
+const USAGE_KEY = Buffer.from('"usage"');
+
+function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0;
+}
+
+export function usageFrom(raw: unknown): TokenUsage | undefined {
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const usage = raw as RawUsage;
+  return {
+    promptTokens: count(usage.prompt_tokens),
+    completionTokens: count(usage.completion_tokens),
+    cachedTokens: count(usage.prompt_tokens_details?.cached_tokens),
+  };
+}
+
+/**
+ * The `usage` object of a JSON response body: the last `"usage"` key, then its balanced braces, parsed on
+ * their own (a few hundred bytes instead of the whole answer). Undefined when absent or malformed.
+ */
+export function extractUsage(body: Buffer): TokenUsage | undefined {
+  const key = body.lastIndexOf(USAGE_KEY);
+  if (key < 0) return undefined;
+  const start = body.indexOf(0x7b /* { */, key + USAGE_KEY.length);
+  if (start < 0) return undefined;
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < body.length; i++) {
+    const byte = body[i]!;
+    if (inString) {
+      if (byte === 0x5c /* \ */) i++;
+      else if (byte === 0x22 /* " */) inString = false;
+    } else if (byte === 0x22) {
+      inString = true;
+    } else if (byte === 0x7b) {
+      depth++;
+    } else if (byte === 0x7d /* } */ && --depth === 0) {
+      try {
+        return usageFrom(JSON.parse(body.toString("utf8", start, i + 1)));
+      } catch {
+        return undefined;
+      }
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,45 @@
+// A flood of distinct session and agent ids leaves every per-client table at its cap, and the gateway serving.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chat, metaOf, metricValue, scrape, startCluster, type Cluster } from "../helpers/cluster.js";
+
+describe("bounded state under a flood of ids", () => {
+  let cluster: Cluster;
+  beforeAll(async () => {
+    cluster = await startCluster(
+      [
+        { id: "small-0", tier: "small" },
+        { id: "small-1", tier: "small" },
+      ],
+      { affinity: { max_bindings: 500 }, admission: { max_agents: 200 } },
+    );
+  });
+  afterAll(() => cluster.close());
+
+  it("caps the sticky table and the budget table, evicting least recently used", async () => {
+    const total = 3000;
+    let next = 0;
+    const statuses: number[] = [];
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (next < total) {
+          const i = next++;
+          const { status } = await chat(cluster.url, {
+            session: `flood-${i}-${Math.imul(i, 2654435761) >>> 0}`,
+            headers: { "x-agent-id": `agent-${i}` },
+            maxTokens: 1,
+          });
+          statuses.push(status);
+        }
+      }),
+    );
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    const metrics = await scrape(cluster.url);
+    expect(metricValue(metrics, "agentserve_sticky_bindings", { tier: "small" })).toBe(500);
+    expect(cluster.gateway.runtime.budgets.agentCount).toBe(200);
+
+    // The most recent sessions are still bound; the earliest were evicted and start over.
+    const last = `flood-${total - 1}-${Math.imul(total - 1, 2654435761) >>> 0}`;
+    expect(metaOf((await chat(cluster.url, { session: last })).json).affinity_hit).toBe(true);
+    expect(metaOf((await chat(cluster.url, { session: `flood-0-0` })).json).reason).toBe("new_session");
+  });
+});
