@@ -2,6 +2,7 @@
 import { hashString, type Hash64 } from "../affinity/hash.js";
 import type { BackendState, SchedulingCandidate } from "../affinity/scheduler.js";
 import type { BackendConfig } from "../config/schema.js";
+import type { EngineLoad } from "./engine-load.js";
 import { HealthStateMachine, type HealthThresholds } from "./health-state.js";
 
 export class Backend implements SchedulingCandidate {
@@ -19,6 +20,8 @@ export class Backend implements SchedulingCandidate {
   /** Drained backends keep serving their pinned sessions but take no new ones. */
   drained = false;
   inflight = 0;
+  /** The engine's own last reported load (from its /metrics), if the gateway reads it. */
+  engineLoad: EngineLoad | undefined;
 
   constructor(config: BackendConfig, thresholds: HealthThresholds) {
     this.id = config.id;

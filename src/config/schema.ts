@@ -144,6 +144,8 @@ const healthSchema = z.strictObject({
   failures_to_mark_down: positiveInt("a positive integer").default(3),
   successes_to_mark_up: positiveInt("a positive integer").default(2),
   probe_timeout_seconds: positiveNumber("a positive number").default(5),
+  /** How often the gateway reads each engine's /metrics (load, KV-cache usage, prefix-cache hits); 0: never. */
+  engine_metrics_interval_seconds: nonNegativeNumber("a non-negative number").default(5),
 });
 
 const upstreamSchema = z.strictObject({

@@ -9,6 +9,7 @@ import { BackendSlots } from "../admission/backend-slots.js";
 import { TokenBudgets, type BudgetSettings } from "../admission/token-budgets.js";
 import { missingApiKeyEnv } from "../backends/backend.js";
 import { ConfigError } from "../config/load.js";
+import { EngineLoadPoller, type LoadPollSettings } from "../backends/engine-load-poller.js";
 import { HealthChecker } from "../backends/health-checker.js";
 import { BackendRegistry } from "../backends/registry.js";
 import { systemClock, type Clock } from "../core/clock.js";
@@ -34,6 +35,13 @@ export interface GatewayOptions {
 /** Expired bindings are reclaimed in the background too, so an idle gateway's table shrinks. */
 const SWEEP_INTERVAL_MS = 1000;
 const SWEEP_BATCH = 10_000;
+
+function loadPollSettings(config: GatewayConfig): LoadPollSettings {
+  return {
+    intervalMs: config.health.engine_metrics_interval_seconds * 1000,
+    timeoutMs: config.health.probe_timeout_seconds * 1000,
+  };
+}
 
 function budgetSettings(config: GatewayConfig): BudgetSettings {
   return {
@@ -76,6 +84,7 @@ export class Gateway {
   readonly runtime: GatewayRuntime;
   private readonly server: Server;
   private readonly health: HealthChecker;
+  private readonly loadPoller: EngineLoadPoller;
   private readonly store: StickyTable;
   private readonly random: Random;
   private readonly sweepTimer: NodeJS.Timeout;
@@ -109,6 +118,7 @@ export class Gateway {
           up: b.state !== "down",
           inflight: b.inflight,
           bindings: store.countFor(b.id),
+          engineLoad: b.engineLoad,
         })),
       queueDepth: () => slots.depth,
     });
@@ -124,6 +134,7 @@ export class Gateway {
       intervalMs: config.health.probe_interval_seconds * 1000,
       timeoutMs: config.health.probe_timeout_seconds * 1000,
     });
+    this.loadPoller = new EngineLoadPoller(registry, clock, loadPollSettings(config));
     const pools = new UpstreamPools({
       connectTimeoutMs: config.upstream.connect_timeout_seconds * 1000,
       connections: config.upstream.keep_alive_connections,
@@ -178,6 +189,7 @@ export class Gateway {
     const gateway = new Gateway(config, options);
     await gateway.listen(options.listen ?? { host: config.server.host, port: config.server.port });
     gateway.health.start();
+    gateway.loadPoller.start();
     return gateway;
   }
 
@@ -231,6 +243,7 @@ export class Gateway {
       intervalMs: config.health.probe_interval_seconds * 1000,
       timeoutMs: config.health.probe_timeout_seconds * 1000,
     });
+    this.loadPoller.configure(loadPollSettings(config));
     const budgets = budgetSettings(config);
     if (rt.budgets.accepts(budgets)) {
       rt.budgets.configure(budgets);
@@ -289,6 +302,7 @@ export class Gateway {
     this.server.closeAllConnections();
     clearInterval(this.sweepTimer);
     await this.health.stop();
+    await this.loadPoller.stop();
     await this.runtime.pools.close();
     await closed;
   }

@@ -1,10 +1,20 @@
 // Every Prometheus metric of the gateway, declared once, in a registry of its own (no global state).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { AffinityRecorder } from "../affinity/scheduler.js";
+import type { EngineLoad } from "../backends/engine-load.js";
 
 /** Values read at scrape time, so the request path does not keep gauges up to date. */
+export interface BackendSnapshot {
+  id: string;
+  tier: string;
+  up: boolean;
+  inflight: number;
+  bindings: number;
+  engineLoad: EngineLoad | undefined;
+}
+
 export interface GaugeSource {
-  backends(): Iterable<{ id: string; tier: string; up: boolean; inflight: number; bindings: number }>;
+  backends(): Iterable<BackendSnapshot>;
   queueDepth(): number;
 }
 
@@ -169,6 +179,51 @@ export class GatewayMetrics implements AffinityRecorder {
         this.set(source.queueDepth());
       },
     });
+    // The engines' own view, read from their /metrics: load signals and the real prefix-cache hit counts.
+    const engineGauge = (
+      name: string,
+      help: string,
+      read: (load: EngineLoad) => number | undefined,
+    ): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ["backend", "tier"] as const,
+        registers,
+        collect() {
+          this.reset();
+          for (const b of source.backends()) {
+            const value = b.engineLoad === undefined ? undefined : read(b.engineLoad);
+            if (value !== undefined) this.set({ backend: b.id, tier: b.tier }, value);
+          }
+        },
+      });
+    };
+    engineGauge(
+      "agentserve_backend_running_requests",
+      "Requests the engine reports running",
+      (l) => l.runningRequests,
+    );
+    engineGauge(
+      "agentserve_backend_waiting_requests",
+      "Requests the engine reports waiting",
+      (l) => l.waitingRequests,
+    );
+    engineGauge(
+      "agentserve_backend_kv_cache_usage_ratio",
+      "The engine's KV-cache usage, 0-1",
+      (l) => l.kvCacheUsage,
+    );
+    engineGauge(
+      "agentserve_backend_prefix_cache_queries",
+      "The engine's cumulative prefix-cache queries (tokens), as last read; resets when the engine restarts",
+      (l) => l.prefixCacheQueries,
+    );
+    engineGauge(
+      "agentserve_backend_prefix_cache_hits",
+      "The engine's cumulative prefix-cache hits (tokens), as last read; resets when the engine restarts",
+      (l) => l.prefixCacheHits,
+    );
     collectDefaultMetrics({ register: this.registry });
   }
 

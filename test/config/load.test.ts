@@ -68,6 +68,7 @@ describe("the shipped configs/gateway.yaml", () => {
       failures_to_mark_down: 3,
       successes_to_mark_up: 2,
       probe_timeout_seconds: 5,
+      engine_metrics_interval_seconds: 5,
     });
   });
 });

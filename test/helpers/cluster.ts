@@ -4,7 +4,7 @@ import { parseConfig } from "../../src/config/load.js";
 import type { GatewayConfig } from "../../src/config/schema.js";
 import { Gateway, type GatewayOptions } from "../../src/gateway/gateway.js";
 import { startSimEngine, type SimEngineHandle, type SimEngineOptions } from "../../src/sim/index.js";
-import { metricValue, scrapeMetrics as scrape } from "../../src/study/prometheus-text.js";
+import { metricValue, scrapeMetrics as scrape } from "../../src/metrics/prometheus-text.js";
 
 export { metricValue, scrape };
 

@@ -1,22 +1,19 @@
-import { createBalancer } from "../../src/affinity/balancers.js";
 import { describe, expect, it } from "vitest";
+import { createBalancer } from "../../src/affinity/balancers.js";
 import { AffinityScheduler } from "../../src/affinity/scheduler.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
-import { GatewayMetrics, type GaugeSource } from "../../src/metrics/gateway-metrics.js";
+import { GatewayMetrics, type BackendSnapshot, type GaugeSource } from "../../src/metrics/gateway-metrics.js";
 import { candidates } from "../affinity/helpers.js";
 
-interface FakeBackend {
-  id: string;
-  tier: string;
-  up: boolean;
-  inflight: number;
-  bindings: number;
-}
+type FakeBackend = Omit<BackendSnapshot, "engineLoad"> & Partial<Pick<BackendSnapshot, "engineLoad">>;
 
 function fakeSource(backends: FakeBackend[], queueDepth = { value: 0 }): GaugeSource {
-  return { backends: () => backends, queueDepth: () => queueDepth.value };
+  return {
+    backends: () => backends.map((b) => ({ engineLoad: undefined, ...b })),
+    queueDepth: () => queueDepth.value,
+  };
 }
 
 /** Parses the exposition text into `name{labels}` -> value, with labels sorted so lookups are stable. */
@@ -75,6 +72,11 @@ describe("GatewayMetrics: the contract names", () => {
       agentserve_backend_inflight: "gauge",
       agentserve_sticky_bindings: "gauge",
       agentserve_queue_depth: "gauge",
+      agentserve_backend_running_requests: "gauge",
+      agentserve_backend_waiting_requests: "gauge",
+      agentserve_backend_kv_cache_usage_ratio: "gauge",
+      agentserve_backend_prefix_cache_queries: "gauge",
+      agentserve_backend_prefix_cache_hits: "gauge",
     });
   });
 
@@ -215,5 +217,39 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
     expect(values.get('agentserve_affinity_hits_total{tier="small"}')).toBe(5);
     expect(values.get('agentserve_affinity_misses_total{tier="small"}')).toBe(1);
     expect(values.get('agentserve_affinity_broken_total{tier="small"}')).toBe(1);
+  });
+});
+
+describe("GatewayMetrics: the engines' own numbers", () => {
+  it("publishes each engine's last reading, and nothing for an engine never read", async () => {
+    const metrics = new GatewayMetrics(
+      fakeSource([
+        {
+          id: "small-0",
+          tier: "small",
+          up: true,
+          inflight: 1,
+          bindings: 0,
+          engineLoad: {
+            runningRequests: 3,
+            waitingRequests: 2,
+            kvCacheUsage: 0.25,
+            prefixCacheQueries: 1000,
+            prefixCacheHits: 800,
+            readAtMs: 0,
+          },
+        },
+        { id: "small-1", tier: "small", up: true, inflight: 0, bindings: 0 },
+      ]),
+    );
+    const values = samples(await metrics.render());
+    expect(values.get('agentserve_backend_waiting_requests{backend="small-0",tier="small"}')).toBe(2);
+    expect(values.get('agentserve_backend_running_requests{backend="small-0",tier="small"}')).toBe(3);
+    expect(values.get('agentserve_backend_kv_cache_usage_ratio{backend="small-0",tier="small"}')).toBe(0.25);
+    expect(values.get('agentserve_backend_prefix_cache_hits{backend="small-0",tier="small"}')).toBe(800);
+    expect(values.get('agentserve_backend_prefix_cache_queries{backend="small-0",tier="small"}')).toBe(1000);
+    expect(
+      [...values.keys()].some((k) => k.includes('backend="small-1"') && k.includes("prefix_cache")),
+    ).toBe(false);
   });
 });

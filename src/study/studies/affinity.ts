@@ -1,7 +1,7 @@
 // Study 2 of the original: affinity ON vs OFF (fresh ids, as it ran it) vs disabled for real (TTL 0).
 import { analyze, pct, sec, type ConditionNumbers } from "../analysis.js";
 import { StudyEnvironment, externalTarget, type EngineSpec, type StudyTarget } from "../environment.js";
-import { metricValue, scrapeMetrics } from "../prometheus-text.js";
+import { metricValue, scrapeMetrics } from "../../metrics/prometheus-text.js";
 import type { StudyOptions } from "../progress.js";
 import type { Check, StudyResult } from "../result.js";
 import { runSessions, type RequestRecord } from "../session-runner.js";

@@ -1,7 +1,7 @@
 // Study 4 of the original: steady traffic while one small engine dies and comes back.
 import { pct } from "../analysis.js";
 import { StudyEnvironment } from "../environment.js";
-import { metricValue, scrapeMetrics } from "../prometheus-text.js";
+import { metricValue, scrapeMetrics } from "../../metrics/prometheus-text.js";
 import type { StudyOptions } from "../progress.js";
 import type { StudyResult } from "../result.js";
 import { runSessions } from "../session-runner.js";
