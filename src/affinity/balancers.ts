@@ -18,7 +18,34 @@ export interface Balancer {
   ): T | undefined;
 }
 
-/** Fewest requests in flight; ties broken by the seeded random source (reservoir sampling, 1/ties each). */
+/**
+ * One pass of reservoir sampling over the eligible candidates with the lowest `load`: each of the tied ones
+ * ends up chosen with probability 1/ties, from the seeded source.
+ */
+function pickLowest<T extends BalancedCandidate>(
+  candidates: readonly T[],
+  eligible: (c: T) => boolean,
+  load: (c: T) => number,
+  random: Random,
+): T | undefined {
+  let best: T | undefined;
+  let bestLoad = Infinity;
+  let ties = 0;
+  for (const candidate of candidates) {
+    if (!eligible(candidate)) continue;
+    const value = load(candidate);
+    if (value < bestLoad) {
+      best = candidate;
+      bestLoad = value;
+      ties = 1;
+    } else if (value === bestLoad && random.next() * ++ties < 1) {
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+/** Fewest requests in flight; ties broken by the seeded random source. */
 class LeastInflight implements Balancer {
   constructor(private readonly random: Random) {}
 
@@ -27,19 +54,7 @@ class LeastInflight implements Balancer {
     candidates: readonly T[],
     eligible: (c: T) => boolean,
   ): T | undefined {
-    let best: T | undefined;
-    let ties = 0;
-    for (const candidate of candidates) {
-      if (!eligible(candidate)) continue;
-      if (best === undefined || candidate.inflight < best.inflight) {
-        best = candidate;
-        ties = 1;
-      } else if (candidate.inflight === best.inflight) {
-        ties++;
-        if (this.random.next() * ties < 1) best = candidate;
-      }
-    }
-    return best;
+    return pickLowest(candidates, eligible, (c) => c.inflight, this.random);
   }
 }
 
@@ -65,7 +80,7 @@ class RoundRobin implements Balancer {
   }
 }
 
-/** Uniformly among the eligible candidates. */
+/** Uniformly among the eligible candidates (every one ties). */
 class Uniform implements Balancer {
   constructor(private readonly random: Random) {}
 
@@ -74,14 +89,7 @@ class Uniform implements Balancer {
     candidates: readonly T[],
     eligible: (c: T) => boolean,
   ): T | undefined {
-    let chosen: T | undefined;
-    let seen = 0;
-    for (const candidate of candidates) {
-      if (!eligible(candidate)) continue;
-      seen++;
-      if (this.random.next() * seen < 1) chosen = candidate;
-    }
-    return chosen;
+    return pickLowest(candidates, eligible, () => 0, this.random);
   }
 }
 
