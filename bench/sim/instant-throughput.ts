@@ -4,7 +4,9 @@
 // it with closed-loop clients over an undici Pool on loopback: each of `c` workers sends the next request as soon
 // as the previous answer has been read in full. Short prompt, max_tokens 16, streaming and not.
 //
-//   node --import tsx bench/sim/instant-throughput.ts [--seconds 5] [--concurrency 16,64]
+//   node --import tsx bench/sim/instant-throughput.ts [--seconds 5] [--concurrency 16,64] [--modes json,stream]
+//     [--engine-node-args="--cpu-prof --cpu-prof-dir=/tmp/sim-prof"]   (profile the engine; see cpu-profile.ts)
+//     [--cli /path/to/other/checkout/src/cli.ts]                       (benchmark another build, e.g. before/after)
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -17,12 +19,17 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "5" },
     "warmup-seconds": { type: "string", default: "1" },
     concurrency: { type: "string", default: "16,64" },
+    modes: { type: "string", default: "json,stream" },
+    "engine-node-args": { type: "string", default: "" },
+    cli: { type: "string", default: fileURLToPath(new URL("../../src/cli.ts", import.meta.url)) },
   },
 });
 const seconds = Number(values.seconds);
 const warmupSeconds = Number(values["warmup-seconds"]);
 const levels = values.concurrency.split(",").map(Number);
-const CLI = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
+const modes = values.modes.split(",");
+const engineNodeArgs = values["engine-node-args"].split(" ").filter((arg) => arg.length > 0);
+const CLI = values.cli;
 
 /** CPU seconds (user + system) a process has used so far, from /proc; undefined off Linux. */
 function cpuSeconds(pid: number | undefined): number | undefined {
@@ -39,7 +46,7 @@ function cpuSeconds(pid: number | undefined): number | undefined {
 async function startEngine(): Promise<{ url: string; pid: number | undefined; stop: () => Promise<void> }> {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", CLI, "sim", "--port", "0", "--profile", "instant"],
+    [...engineNodeArgs, "--import", "tsx", CLI, "sim", "--port", "0", "--profile", "instant"],
     {
       stdio: ["ignore", "pipe", "inherit"],
     },
@@ -125,6 +132,7 @@ try {
   );
   console.log("mode | concurrency | req/s | p50 ms | p99 ms | errors | engine CPU | req/s per engine core");
   for (const stream of [false, true]) {
+    if (!modes.includes(stream ? "stream" : "json")) continue;
     for (const concurrency of levels) {
       await closedLoop(engine.url, concurrency, stream, warmupSeconds * 1000);
       const cpuBefore = cpuSeconds(engine.pid);

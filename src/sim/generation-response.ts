@@ -15,8 +15,21 @@ import {
 } from "./openai-shapes.js";
 import type { EngineRequest } from "./request.js";
 
+export type ResponseOutcome = "served" | "aborted" | "cut" | "stalled";
+
+/** What a response needs from the server that owns it: one object shared by every response, not closures each. */
+export interface ResponseHost {
+  /** The engine's current fault: cut_stream and hang act on responses already under way. */
+  currentFault(): SimFault;
+  /** Cancels the engine requests of a response. */
+  abort(requests: readonly EngineRequest[]): void;
+  /** Reports how a response ended. */
+  recordOutcome(outcome: ResponseOutcome, totals: Usage | undefined): void;
+}
+
 export interface GenerationResponseOptions {
   res: ServerResponse;
+  host: ResponseHost;
   endpoint: "chat" | "completion";
   identity: ResponseIdentity;
   stream: boolean;
@@ -27,57 +40,87 @@ export interface GenerationResponseOptions {
   promptIndexOfChoice: readonly number[];
   /** Prompt tokens as billed: once per distinct prompt. */
   promptTokens: number;
-  /** Reads the engine's current fault: cut_stream and hang act on responses already under way. */
-  currentFault: () => SimFault;
-  /** Cancels the engine requests of this response. */
-  abort: (requests: readonly EngineRequest[]) => void;
-  /** Reports how the response ended. */
-  onOutcome: (outcome: "served" | "aborted" | "cut" | "stalled", totals: Usage | undefined) => void;
+}
+
+/**
+ * Sends `data`, then drops the connection once it has reached the socket. Destroying the response at once would
+ * discard what is still corked in this turn, and the client would not get the events the fault lets through.
+ */
+function cutAfter(res: ServerResponse, data: string): void {
+  if (data.length === 0) res.destroy();
+  else res.write(data, () => res.destroy());
+}
+
+/** Sends a stream's headers on their own if no token has taken them along yet (a setImmediate callback). */
+function flushHeadersIfUnsent(res: ServerResponse): void {
+  if (!res.headersSent && !res.destroyed) res.flushHeaders();
 }
 
 /** The engine hands tokens to this listener; it owns the HTTP response until the last byte (or the cut). */
 export class GenerationResponse implements RequestListener {
-  private readonly indexOf = new Map<EngineRequest, number>();
-  private readonly started = new Set<number>();
   private readonly sse: SseChunks | undefined;
   private remaining: number;
   private chunksSent = 0;
-  /** SSE events produced by the current engine step, written together. */
+  /** SSE events produced in the current event-loop turn (one or more engine steps), written together. */
   private readonly pending: string[] = [];
+  private flushQueued = false;
   private settled = false;
 
+  /**
+   * Writes a turn's events once the engine loop yields (a nextTick callback): the instant profile commits many
+   * steps per turn, and one socket write per turn rather than per token is most of what a streamed answer costs.
+   * Still one SSE event per token, in order; a timed profile commits one step per timer, so its tokens still go
+   * out one by one.
+   */
+  private static flushTurn(response: GenerationResponse): void {
+    response.flushQueued = false;
+    if (!response.settled) response.flush(false);
+  }
+
   constructor(private readonly options: GenerationResponseOptions) {
-    options.choices.forEach((request, index) => this.indexOf.set(request, index));
     this.remaining = options.choices.length;
     if (options.stream) {
-      this.sse = new SseChunks(options.identity, options.endpoint);
+      this.sse = new SseChunks(options.identity, options.endpoint, options.choices.length);
       options.res.writeHead(200, {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-cache",
       });
-      options.res.flushHeaders();
     }
     options.res.on("close", () => {
       if (this.settled) return;
       // The client went away before the response was complete: free the engine's work.
       this.settle("aborted", undefined);
-      options.abort(options.choices);
+      options.host.abort(options.choices);
     });
+  }
+
+  /**
+   * A stream's headers go out by the end of this event-loop turn, before any token. Call it after submitting the
+   * choices: an engine step already due then runs first, and the headers share the socket write of its tokens
+   * instead of costing one of their own (the instant profile answers a whole request within that turn).
+   */
+  sendHeadersSoon(): void {
+    if (this.sse) setImmediate(flushHeadersIfUnsent, this.options.res);
   }
 
   onToken(request: EngineRequest, tokenIndex: number): void {
     if (this.settled || !this.sse) return;
-    const index = this.indexOf.get(request) as number;
+    const choices = this.options.choices;
+    const index = choices.length === 1 ? 0 : choices.indexOf(request);
     const text = request.outputTexts[tokenIndex] as string;
     const last = tokenIndex === request.outputLengthTokens - 1;
     const reason: FinishReasonOut | null = last ? request.plannedFinishReason : null;
-    if (this.options.endpoint === "chat" && !this.started.has(index)) {
-      this.started.add(index);
-      this.pending.push(this.sse.role(index));
-    }
+    // vLLM opens each chat choice with a role delta, sent along with its first token.
+    if (tokenIndex === 0 && this.options.endpoint === "chat") this.pending.push(this.sse.role(index));
     this.pending.push(this.sse.delta(index, text, reason));
     // The last token is followed at once by onFinish, which sends it together with the closing events.
-    if (!last) this.flush(false);
+    if (!last) this.queueFlush();
+  }
+
+  private queueFlush(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    process.nextTick(GenerationResponse.flushTurn, this);
   }
 
   onFinish(request: EngineRequest): void {
@@ -91,7 +134,7 @@ export class GenerationResponse implements RequestListener {
     }
     this.remaining -= 1;
     if (this.remaining > 0) {
-      this.flush(false);
+      this.queueFlush();
       return;
     }
     const totals = this.usage();
@@ -133,7 +176,7 @@ export class GenerationResponse implements RequestListener {
     );
     const res = this.options.res;
     const length = Buffer.byteLength(body);
-    const fault = this.options.currentFault();
+    const fault = this.options.host.currentFault();
     if (fault.kind === "hang") {
       this.settle("stalled", undefined);
       return;
@@ -141,9 +184,8 @@ export class GenerationResponse implements RequestListener {
     res.writeHead(200, { "content-type": "application/json", "content-length": length });
     if (fault.kind === "cut_stream") {
       // Half a body, then the connection drops: the client sees a truncated response.
-      res.write(body.slice(0, Math.floor(body.length / 2)));
       this.settle("cut", undefined);
-      res.destroy();
+      cutAfter(res, body.slice(0, Math.floor(body.length / 2)));
       return;
     }
     res.end(body);
@@ -157,22 +199,22 @@ export class GenerationResponse implements RequestListener {
   private flush(end: boolean): boolean {
     const events = this.pending;
     if (events.length === 0 && !end) return true;
-    const fault = this.options.currentFault();
+    const fault = this.options.host.currentFault();
     if (fault.kind === "hang") {
       // A hung engine stops mid-stream and never resumes this response; its work is dropped.
       events.length = 0;
       this.settle("stalled", undefined);
-      this.options.abort(this.options.choices);
+      this.options.host.abort(this.options.choices);
       return false;
     }
     const res = this.options.res;
     if (fault.kind === "cut_stream" && this.chunksSent + events.length > fault.afterChunks) {
       const allowed = Math.max(0, fault.afterChunks - this.chunksSent);
-      if (allowed > 0) res.write(events.slice(0, allowed).join(""));
+      const data = events.slice(0, allowed).join("");
       events.length = 0;
       this.settle("cut", undefined);
-      this.options.abort(this.options.choices);
-      res.destroy();
+      this.options.host.abort(this.options.choices);
+      cutAfter(res, data);
       return false;
     }
     this.chunksSent += events.length;
@@ -183,9 +225,9 @@ export class GenerationResponse implements RequestListener {
     return true;
   }
 
-  private settle(outcome: "served" | "aborted" | "cut" | "stalled", totals: Usage | undefined): void {
+  private settle(outcome: ResponseOutcome, totals: Usage | undefined): void {
     if (this.settled) return;
     this.settled = true;
-    this.options.onOutcome(outcome, totals);
+    this.options.host.recordOutcome(outcome, totals);
   }
 }

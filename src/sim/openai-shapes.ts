@@ -114,15 +114,29 @@ export function completionBody(identity: ResponseIdentity, choices: ChoiceResult
 /** Builds the `data: ...` events of one streamed response. */
 export class SseChunks {
   private readonly head: string;
+  /** Per choice, everything of a mid-reply token's event before its JSON-quoted text. */
+  private readonly tokenOpenings: string[] = [];
+  /** Everything of a mid-reply token's event after its text. */
+  private readonly tokenClosing: string;
 
   constructor(
     identity: ResponseIdentity,
     private readonly endpoint: "chat" | "completion",
+    numChoices: number,
   ) {
     const object = endpoint === "chat" ? "chat.completion.chunk" : "text_completion";
     this.head =
       `data: {"id":${JSON.stringify(identity.id)},"object":"${object}","created":${identity.created},` +
       `"model":${JSON.stringify(identity.model)},"choices":`;
+    // Every token but a choice's last is the same event around a different text: frame it once, not per token.
+    for (let index = 0; index < numChoices; index++) {
+      this.tokenOpenings.push(
+        endpoint === "chat"
+          ? `${this.head}[{"index":${index},"delta":{"content":`
+          : `${this.head}[{"index":${index},"text":`,
+      );
+    }
+    this.tokenClosing = `${endpoint === "chat" ? "}" : ""},"logprobs":null,"finish_reason":null}]}\n\n`;
   }
 
   /** The chat stream's opening delta for one choice, as vLLM sends it with the first token. */
@@ -135,13 +149,15 @@ export class SseChunks {
 
   /** A text delta; the last one of a choice carries its finish reason. */
   delta(index: number, text: string, finishReason: FinishReasonOut | null): string {
-    const reason = finishReason === null ? "null" : `"${finishReason}"`;
-    const stopReason = finishReason === null ? "" : `,"stop_reason":null`;
-    if (this.endpoint === "chat") {
-      const delta = text.length > 0 || finishReason === null ? `{"content":${JSON.stringify(text)}}` : "{}";
-      return `${this.head}[{"index":${index},"delta":${delta},"logprobs":null,"finish_reason":${reason}${stopReason}}]}\n\n`;
+    if (finishReason === null) {
+      return (this.tokenOpenings[index] as string) + JSON.stringify(text) + this.tokenClosing;
     }
-    return `${this.head}[{"index":${index},"text":${JSON.stringify(text)},"logprobs":null,"finish_reason":${reason}${stopReason}}]}\n\n`;
+    const ending = `"logprobs":null,"finish_reason":"${finishReason}","stop_reason":null}]}\n\n`;
+    if (this.endpoint === "chat") {
+      const delta = text.length > 0 ? `{"content":${JSON.stringify(text)}}` : "{}";
+      return `${this.head}[{"index":${index},"delta":${delta},${ending}`;
+    }
+    return `${this.head}[{"index":${index},"text":${JSON.stringify(text)},${ending}`;
   }
 
   /** The closing usage chunk sent when stream_options.include_usage is set. */

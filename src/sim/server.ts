@@ -9,7 +9,7 @@ import { SIM_DEFAULTS } from "./defaults.js";
 import type { EngineLoop } from "./engine-loop.js";
 import { errorTypeForStatus, sendError, sendRouteError, SimRequestError } from "./errors.js";
 import { HEALTHY, parseFault, shouldInjectError, type SimFault } from "./faults.js";
-import { GenerationResponse } from "./generation-response.js";
+import { GenerationResponse, type ResponseHost, type ResponseOutcome } from "./generation-response.js";
 import { readJsonBody } from "./http-body.js";
 import type { SimMetrics } from "./metrics.js";
 import { modelList, type Usage } from "./openai-shapes.js";
@@ -83,6 +83,15 @@ export class SimServer {
     promptTokens: 0,
     cachedTokens: 0,
     completionTokens: 0,
+  };
+
+  /** Handed to every response: how it reads the fault, cancels its engine work and reports its outcome. */
+  private readonly responseHost: ResponseHost = {
+    currentFault: () => this.fault,
+    abort: (requests) => {
+      for (const request of requests) this.deps.loop.abort(request.id);
+    },
+    recordOutcome: (outcome, totals) => this.record(outcome, totals),
   };
 
   constructor(private readonly deps: SimServerDeps) {
@@ -331,6 +340,7 @@ export class SimServer {
     const loop = this.deps.loop;
     const response = new GenerationResponse({
       res,
+      host: this.responseHost,
       endpoint,
       identity: { id, created: nowSeconds(), model: this.deps.model },
       stream: request.stream,
@@ -338,16 +348,12 @@ export class SimServer {
       choices,
       promptIndexOfChoice,
       promptTokens: prompts.reduce((sum, prompt) => sum + prompt.length, 0),
-      currentFault: () => this.fault,
-      abort: (requests) => {
-        for (const engineRequest of requests) loop.abort(engineRequest.id);
-      },
-      onOutcome: (outcome, totals) => this.record(outcome, totals),
     });
     for (const choice of choices) loop.submit(choice, response);
+    response.sendHeadersSoon();
   }
 
-  private record(outcome: "served" | "aborted" | "cut" | "stalled", totals: Usage | undefined): void {
+  private record(outcome: ResponseOutcome, totals: Usage | undefined): void {
     if (outcome === "aborted") this.counters.requestsAborted += 1;
     else if (outcome === "served") this.counters.requestsServed += 1;
     else this.counters.requestsFailed += 1;

@@ -48,6 +48,11 @@ export class SimTimeline implements Clock {
     this.ceilingMs = Number.POSITIVE_INFINITY;
   }
 
+  /** The wall clock itself, for budgets measured in real time. */
+  wallNowMs(): number {
+    return this.wall.nowMs();
+  }
+
   /** Wall milliseconds from now until the simulated instant `simMs` (negative when it is already past). */
   wallDelayUntilMs(simMs: number): number {
     return this.wallOriginMs + simMs / this.timeScale - this.wall.nowMs();

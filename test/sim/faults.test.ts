@@ -142,6 +142,25 @@ describe("cut_stream", () => {
     expect(engine.stats().running).toBe(0);
   });
 
+  it("lets through exactly the allowed events when the cut falls inside one write", async () => {
+    // The instant engine writes a whole short answer at once: the cut must still land on the right event.
+    for (const afterChunks of [1, 4]) {
+      const engine = await start({ fault: { kind: "cut_stream", afterChunks } });
+      const { body } = await undiciRequest(`${engine.url}/v1/chat/completions`, {
+        method: "POST",
+        body: JSON.stringify({ ...CHAT, stream: true }),
+      });
+      let text = "";
+      await expect(
+        (async () => {
+          for await (const chunk of body) text += String(chunk);
+        })(),
+      ).rejects.toThrow();
+      expect(text.split("data: ").length - 1).toBe(afterChunks);
+      expect(text.endsWith("\n\n")).toBe(true);
+    }
+  });
+
   it("truncates a non-streaming body mid-way", async () => {
     const engine = await start({ fault: { kind: "cut_stream", afterChunks: 0 } });
     await expect(chat(engine).then((res) => res.json())).rejects.toThrow();

@@ -1,0 +1,125 @@
+// The real-time driver: zero-cost steps run back to back within one event-loop turn (bounded by the turn budget),
+// timed steps still wait for their simulated duration, one token at a time.
+import { afterEach, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/core/clock.js";
+import { EngineLoop, type RequestListener, type TurnBudget } from "../../src/sim/engine-loop.js";
+import type { CostModel } from "../../src/sim/profiles.js";
+import type { EngineRequest } from "../../src/sim/request.js";
+import { Scheduler } from "../../src/sim/scheduler.js";
+import { SimTimeline } from "../../src/sim/sim-timeline.js";
+import { FREE, SIMPLE_COST, makeRequest, tokenRange } from "./helpers.js";
+
+const loops: EngineLoop[] = [];
+
+afterEach(() => {
+  for (const loop of loops.splice(0)) loop.stop();
+});
+
+function makeLoop(cost: CostModel, budget?: TurnBudget): EngineLoop {
+  const timeline = new SimTimeline(systemClock, 1);
+  const scheduler = new Scheduler(
+    { maxNumSeqs: 16, maxNumBatchedTokens: 8192, kvCapacityBlocks: 1024, blockSizeTokens: 16, cost },
+    timeline,
+  );
+  const loop = new EngineLoop(scheduler, timeline, {}, budget);
+  loops.push(loop);
+  return loop;
+}
+
+/** Records every callback with the wall time it came at. */
+class Recorder implements RequestListener {
+  readonly tokens: { index: number; atMs: number }[] = [];
+  finished = false;
+  constructor(private readonly onDone?: () => void) {}
+  onToken(_request: EngineRequest, tokenIndex: number): void {
+    this.tokens.push({ index: tokenIndex, atMs: performance.now() });
+  }
+  onFinish(): void {
+    this.finished = true;
+    this.onDone?.();
+  }
+}
+
+/** Resolves after every immediate queued so far (one engine turn that was already due) has run. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+const GENEROUS: TurnBudget = { maxWallMs: 10_000, maxSteps: 10_000 };
+
+describe("zero-cost steps", () => {
+  it("never calls a listener back from inside submit()", () => {
+    const loop = makeLoop(FREE, GENEROUS);
+    const recorder = new Recorder();
+    loop.submit(makeRequest("a", tokenRange(20), 16), recorder);
+    expect(recorder.tokens).toEqual([]);
+  });
+
+  it("run back to back: a whole reply arrives in the engine's next turn, in order", async () => {
+    const loop = makeLoop(FREE, GENEROUS);
+    const first = new Recorder();
+    const second = new Recorder();
+    loop.submit(makeRequest("a", tokenRange(20), 16), first);
+    loop.submit(makeRequest("b", tokenRange(40, 100), 9), second);
+    await nextTurn();
+    expect(first.tokens.map((t) => t.index)).toEqual(tokenRange(16, 0));
+    expect(second.tokens.map((t) => t.index)).toEqual(tokenRange(9, 0));
+    expect(first.finished && second.finished).toBe(true);
+    expect(loop.scheduler.totals.steps).toBe(16);
+  });
+
+  it("end the turn when its step budget is spent, and carry on in the next one", async () => {
+    const loop = makeLoop(FREE, { maxWallMs: 10_000, maxSteps: 4 });
+    const recorder = new Recorder();
+    loop.submit(makeRequest("a", tokenRange(20), 10), recorder);
+    await nextTurn();
+    expect(recorder.tokens.map((t) => t.index)).toEqual([0, 1, 2, 3]);
+    await nextTurn();
+    expect(recorder.tokens.map((t) => t.index)).toEqual(tokenRange(8, 0));
+    await nextTurn();
+    expect(recorder.tokens).toHaveLength(10);
+    expect(recorder.finished).toBe(true);
+  });
+
+  it("end the turn when its wall-time budget is spent", async () => {
+    const loop = makeLoop(FREE, { maxWallMs: 0, maxSteps: 10_000 });
+    const recorder = new Recorder();
+    loop.submit(makeRequest("a", tokenRange(20), 5), recorder);
+    await nextTurn();
+    expect(recorder.tokens).toHaveLength(1);
+    await expect.poll(() => recorder.finished).toBe(true);
+    expect(recorder.tokens.map((t) => t.index)).toEqual(tokenRange(5, 0));
+  });
+
+  it("admit a request submitted from a listener callback in the same turn", async () => {
+    const loop = makeLoop(FREE, GENEROUS);
+    const second = new Recorder();
+    const first = new Recorder(() => loop.submit(makeRequest("b", tokenRange(20, 50), 3), second));
+    loop.submit(makeRequest("a", tokenRange(20), 3), first);
+    await nextTurn();
+    expect(first.finished).toBe(true);
+    expect(second.tokens.map((t) => t.index)).toEqual([0, 1, 2]);
+    expect(second.finished).toBe(true);
+  });
+});
+
+describe("timed steps", () => {
+  it("still produce one token per step, none before its step has ended", async () => {
+    // SIMPLE_COST at time scale 1: the prefill step of 20 tokens takes 12 ms, each decode step 11 ms.
+    const loop = makeLoop(SIMPLE_COST, GENEROUS);
+    const recorder = new Recorder();
+    const submittedAt = performance.now();
+    loop.submit(makeRequest("a", tokenRange(20), 4), recorder);
+    await nextTurn();
+    expect(recorder.tokens).toEqual([]);
+    await expect.poll(() => recorder.finished, { timeout: 2000 }).toBe(true);
+    expect(recorder.tokens.map((t) => t.index)).toEqual([0, 1, 2, 3]);
+    expect(loop.scheduler.totals.steps).toBe(4);
+    // Steps end at absolute instants (a late timer shortens the wait for the next one, it never adds drift), and
+    // timers may fire up to about a millisecond early against performance.now().
+    const endsMs = [12, 23, 34, 45];
+    recorder.tokens.forEach((token, i) => {
+      expect(token.atMs - submittedAt).toBeGreaterThanOrEqual((endsMs[i] as number) - 2);
+    });
+  });
+});
