@@ -84,22 +84,19 @@ export class BackendRegistry {
    */
   reconfigure(configs: readonly BackendConfig[], thresholds: HealthThresholds): Backend[] {
     this.thresholds = thresholds;
-    const removed: Backend[] = [];
     const wanted = new Map(configs.map((config) => [config.id, config]));
-    for (const [id, backend] of this.byId) {
-      const config = wanted.get(id);
-      if (config === undefined || config.tier !== backend.tier) {
-        removed.push(backend);
-        this.byId.delete(id);
-      }
-    }
+    const removed = [...this.byId.values()].filter((backend) => wanted.get(backend.id)?.tier !== backend.tier);
+    const previous = new Map(this.byId);
+    this.byId.clear();
+    // Rebuilt in the new config's order, so listings and tie-breaks follow the file.
     for (const config of configs) {
-      const existing = this.byId.get(config.id);
-      if (existing) {
+      const existing = previous.get(config.id);
+      if (existing !== undefined && existing.tier === config.tier) {
         existing.update(config);
         existing.health.setThresholds(thresholds);
+        this.byId.set(config.id, existing);
       } else {
-        this.byId.set(config.id, new Backend(config, this.thresholds));
+        this.byId.set(config.id, new Backend(config, thresholds));
       }
     }
     this.reindex();
