@@ -18,10 +18,7 @@ export class BackendRegistry {
   private readonly tierByModel = new Map<string, string>();
   private readonly listeners: HealthListener[] = [];
 
-  constructor(
-    configs: readonly BackendConfig[],
-    private thresholds: HealthThresholds,
-  ) {
+  constructor(configs: readonly BackendConfig[], thresholds: HealthThresholds) {
     for (const config of configs) this.byId.set(config.id, new Backend(config, thresholds));
     this.reindex();
   }
@@ -83,9 +80,10 @@ export class BackendRegistry {
    * A kept id that changes tier is handled as a removal plus an addition.
    */
   reconfigure(configs: readonly BackendConfig[], thresholds: HealthThresholds): Backend[] {
-    this.thresholds = thresholds;
     const wanted = new Map(configs.map((config) => [config.id, config]));
-    const removed = [...this.byId.values()].filter((backend) => wanted.get(backend.id)?.tier !== backend.tier);
+    const removed = [...this.byId.values()].filter(
+      (backend) => wanted.get(backend.id)?.tier !== backend.tier,
+    );
     const previous = new Map(this.byId);
     this.byId.clear();
     // Rebuilt in the new config's order, so listings and tie-breaks follow the file.
