@@ -1,6 +1,7 @@
 // The gateway's configuration schema: the only source of config types, defaults and validation messages.
 import { z } from "zod";
 import { BALANCER_NAMES } from "../affinity/balancers.js";
+import { tracingSchema } from "../tracing/config.js";
 
 const positiveInt = (what: string) =>
   z
@@ -91,6 +92,8 @@ const serverSchema = z.strictObject({
   api_keys: z.array(apiKeySchema, { error: "must be a list of {sha256, agent_id}" }).default([]),
   /** Add the last message of each request to its log line (off: prompts are never logged). */
   log_prompts: z.boolean({ error: "must be true or false" }).default(false),
+  /** Optional OpenTelemetry tracing over OTLP/HTTP, off by default (src/tracing/config.ts). */
+  tracing: tracingSchema.prefault({}),
 });
 
 const admissionSchema = z.strictObject({

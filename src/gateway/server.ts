@@ -9,6 +9,7 @@ import {
 } from "node:http";
 import type { Duplex } from "node:stream";
 import { GatewayError, toGatewayError, type ErrorCode } from "../core/errors.js";
+import { createRequestTracer } from "../tracing/request-tracer.js";
 import { handleAdmin, type AdminActions } from "./admin-handler.js";
 import { handleCompletion } from "./completion-handler.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
@@ -62,6 +63,9 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) =>
     answerClientError(err, socket, rt),
   );
+  // undefined when server.tracing is off: then each hook below is a no-op.
+  const tracer = createRequestTracer(rt.settings.config.server.tracing, rt.logger);
+  server.on("close", () => void tracer?.shutdown());
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? "/";
@@ -76,6 +80,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       attempts: 0,
       queueWaitMs: 0,
     };
+    tracer?.begin(ctx, req.headers);
     const deadline = setTimeout(
       () => cancelRequest(ctx, new GatewayError("upstream_timeout", "request deadline passed")),
       rt.settings.requestTimeoutMs,
@@ -126,6 +131,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
     if (ctx.path.startsWith("/v1/") && ctx.method === "POST") {
       rt.metrics.requestDone(ctx.tier ?? "none", ctx.backend ?? "none", status, durationMs / 1000);
     }
+    tracer?.end(ctx, status);
     rt.logger.info(
       {
         reqId: ctx.requestId,

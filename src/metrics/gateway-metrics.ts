@@ -18,6 +18,15 @@ export interface GaugeSource {
   queueDepth(): number;
 }
 
+/** Refusal reasons that exist from the start (others appear with their first event). */
+const KNOWN_REFUSALS = [
+  "budget_exceeded",
+  "queue_full",
+  "queue_timeout",
+  "no_healthy_backend",
+  "unauthorized",
+];
+
 const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160];
 
 /**
@@ -172,6 +181,16 @@ export class GatewayMetrics implements AffinityRecorder {
       },
     });
     new Gauge({
+      name: "agentserve_backend_bindings",
+      help: "Live session bindings, by backend",
+      labelNames: ["backend", "tier"] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const b of source.backends()) this.set({ backend: b.id, tier: b.tier }, b.bindings);
+      },
+    });
+    new Gauge({
       name: "agentserve_queue_depth",
       help: "Requests waiting for a backend slot (max_inflight)",
       registers,
@@ -277,9 +296,15 @@ export class GatewayMetrics implements AffinityRecorder {
     this.ttftChildren.get(tier).observe(seconds);
   }
 
-  /** Makes every tier's series exist at 0 from the start, so rate() and ratios work before the first event. */
+  /**
+   * Makes every tier's series (and every refusal reason) exist at 0 from the start, so rate(), increase()
+   * and ratios see the first burst of traffic too.
+   */
   initTiers(tiers: Iterable<string>): void {
+    for (const reason of KNOWN_REFUSALS) this.rejections.labels(reason).inc(0);
     for (const tier of tiers) {
+      this.duration.zero({ tier });
+      this.ttft.zero({ tier });
       this.affinityHits.add(tier, () => ({ tier }), 0);
       this.affinityMisses.add(tier, () => ({ tier }), 0);
       this.affinityBroken.labels(tier).inc(0);
