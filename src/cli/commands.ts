@@ -1,4 +1,5 @@
 // Every subcommand of agent-serve, in the order `--help` lists them.
+import { engineCommand } from "../engine/command.js";
 import { simCommand } from "../sim/command.js";
 import { studyCommand } from "../study/command.js";
 import type { Command } from "./command.js";
@@ -10,6 +11,7 @@ export const commands: readonly Command[] = [
   startCommand,
   gatewayCommand,
   simCommand,
+  engineCommand,
   studyCommand,
   hashKeyCommand,
 ];

@@ -22,7 +22,8 @@ export const STUDIES: Record<string, StudyDefinition> = {
   sessions: { run: runSessionsStudy, defaultTimeScale: 8 },
 };
 
-const HELP = `usage: agent-serve study [NAME] [--gateway URL] [--seed N] [--time-scale X] [--out DIR] [--quick]
+const HELP = `usage: agent-serve study [NAME] [--gateway URL] [--engines sim|real] [--seed N] [--time-scale X] [--out DIR]
+                         [--quick]
 
 Runs a load study and prints its results; writes summary.json, requests.csv, report.md and SVG charts
 to DIR/<run-id>/. Without --gateway it starts its own simulated engines and gateway in this process,
@@ -38,6 +39,9 @@ studies:
 flags:
       --gateway URL   drive this running gateway (real engines) instead; conditions that need a
                       different config or control of an engine are skipped (failure needs control)
+      --engines KIND  engines started for each condition: sim (default), or real: llama.cpp on the CPU
+                      ('agent-serve engine' with its generated model, node-llama-cpp needed), in
+                      wall-clock time (time scale 1), with shorter replies; affinity only
       --seed N        workload seed (default 42): same seed, same prompts and session order
       --time-scale X  simulated engine time per wall time (default per study: affinity 5,
                       saturation 10, sessions 8, failure 1); latencies are reported in engine time
@@ -62,6 +66,7 @@ export const studyCommand: Command = {
         allowPositionals: true,
         options: {
           gateway: { type: "string" },
+          engines: { type: "string", default: "sim" },
           seed: { type: "string", default: "42" },
           "time-scale": { type: "string" },
           out: { type: "string", default: "studies/results" },
@@ -84,6 +89,16 @@ export const studyCommand: Command = {
     if (values.gateway !== undefined && !/^https?:\/\/[^/]+/.test(values.gateway)) {
       throw new UsageError("--gateway must be an http(s) URL");
     }
+    const engines = values.engines;
+    if (engines !== "sim" && engines !== "real") throw new UsageError("--engines must be sim or real");
+    if (engines === "real") {
+      if (values.gateway !== undefined)
+        throw new UsageError("--engines real starts its own engines: drop --gateway");
+      if (!names.every((n) => n === "affinity"))
+        throw new UsageError("--engines real runs the affinity study only");
+      if (timeScale !== undefined && timeScale !== 1)
+        throw new UsageError("--engines real runs in wall-clock time: --time-scale must be 1 or left out");
+    }
 
     let allPassed = true;
     for (const studyName of names) {
@@ -92,7 +107,8 @@ export const studyCommand: Command = {
       const id = runId(studyName, seed, startedAt);
       const result = await study.run({
         seed,
-        timeScale: timeScale ?? study.defaultTimeScale,
+        timeScale: engines === "real" ? 1 : (timeScale ?? study.defaultTimeScale),
+        engines,
         quick: values.quick,
         runId: id,
         progress: terminalProgress(),

@@ -1,14 +1,20 @@
-// A fresh, self-contained deployment for one study condition: simulated engines and a gateway, in-process.
+// A fresh, self-contained deployment for one study condition: engines (simulated or real) and a gateway, in-process.
+import { availableParallelism } from "node:os";
 import { pino } from "pino";
 import { Pool } from "undici";
 import { parseConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { Gateway } from "../gateway/gateway.js";
+import { startRealEngine, type RealEngineHandle } from "../engine/index.js";
 import { startSimEngine, type SimEngineHandle } from "../sim/index.js";
+
+/** Simulated vLLM engines, or real llama.cpp engines (`agent-serve engine`) serving the generated model. */
+export type EngineKind = "sim" | "real";
 
 export interface EngineSpec {
   id: string;
   tier: string;
+  /** The simulator's cost profile (real engines have their own costs). */
   profile: string;
   model: string;
 }
@@ -17,8 +23,36 @@ export interface EnvironmentSpec {
   engines: EngineSpec[];
   /** Config sections merged over the defaults (affinity, health, upstream, ...). */
   config?: Record<string, unknown>;
+  /** Default "sim". Real engines run in wall-clock time: give them timeScale 1. */
+  engineKind?: EngineKind;
+  /** Slots of each real engine (default the engine's): at least the sessions that may run on one at once. */
+  realEngineSlots?: number;
   timeScale: number;
   seed: number;
+}
+
+type EngineHandle = SimEngineHandle | RealEngineHandle;
+
+function startEngine(spec: EnvironmentSpec, index: number): Promise<EngineHandle> {
+  const engine = spec.engines[index]!;
+  if (spec.engineKind === "real") {
+    // The engines share this machine's cores: each takes its share (more threads than cores stall llama.cpp).
+    const threads = Math.max(1, Math.floor(availableParallelism() / spec.engines.length));
+    const slots = spec.realEngineSlots;
+    return startRealEngine({ servedModelName: engine.model, threads, ...(slots ? { slots } : {}) });
+  }
+  return startSimEngine({
+    profile: engine.profile,
+    model: engine.model,
+    timeScale: spec.timeScale,
+    seed: spec.seed + index,
+  });
+}
+
+function simulated(engine: EngineHandle | undefined, id: string): SimEngineHandle {
+  if (engine === undefined || !("setFault" in engine))
+    throw new Error(`engine ${id} is not a simulated engine: only those can be stopped and restarted`);
+  return engine;
 }
 
 /** The gateway a study drives: started here (`StudyEnvironment`) or given by URL (`--gateway`). */
@@ -35,7 +69,7 @@ export class StudyEnvironment implements StudyTarget {
 
   private constructor(
     readonly gateway: Gateway,
-    readonly engines: Map<string, SimEngineHandle>,
+    readonly engines: Map<string, EngineHandle>,
     readonly config: GatewayConfig,
     private readonly spec: EnvironmentSpec,
   ) {
@@ -51,19 +85,10 @@ export class StudyEnvironment implements StudyTarget {
   }
 
   static async start(spec: EnvironmentSpec): Promise<StudyEnvironment> {
-    const engines = new Map<string, SimEngineHandle>();
+    const engines = new Map<string, EngineHandle>();
     try {
-      for (const [index, engine] of spec.engines.entries()) {
-        engines.set(
-          engine.id,
-          await startSimEngine({
-            profile: engine.profile,
-            model: engine.model,
-            timeScale: spec.timeScale,
-            seed: spec.seed + index,
-          }),
-        );
-      }
+      for (const [index, engine] of spec.engines.entries())
+        engines.set(engine.id, await startEngine(spec, index));
       const config = parseConfig(
         {
           ...spec.config,
@@ -90,12 +115,12 @@ export class StudyEnvironment implements StudyTarget {
 
   /** Kills an engine the way a crash would: it stops listening and drops every connection. */
   stopEngine(id: string): void {
-    this.engines.get(id)!.setFault({ kind: "die" });
+    simulated(this.engines.get(id), id).setFault({ kind: "die" });
   }
 
   /** Starts a fresh engine (empty cache, as after a restart) on the stopped one's port. */
   async restartEngine(id: string): Promise<void> {
-    const old = this.engines.get(id)!;
+    const old = simulated(this.engines.get(id), id);
     const spec = this.spec.engines.find((e) => e.id === id)!;
     await old.close();
     this.engines.set(

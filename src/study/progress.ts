@@ -1,4 +1,5 @@
 // A one-line progress bar on a terminal (stderr); silent when stderr is not a TTY (CI, pipes, tests).
+import type { EngineKind } from "./environment.js";
 
 export interface Progress {
   start(label: string, total: number): void;
@@ -48,6 +49,8 @@ export interface StudyOptions {
   gatewayUrl?: string;
   /** Smaller counts, for the test suite. */
   quick: boolean;
+  /** Engines the study starts (default simulated); only the affinity study runs on real ones. */
+  engines?: EngineKind;
   /** Names this run: session ids carry it, so runs never share bindings on a long-lived gateway. */
   runId: string;
   progress: Progress;

@@ -1,4 +1,6 @@
-// Study 2 of the original: affinity ON vs OFF (fresh ids, as it ran it) vs disabled for real (TTL 0).
+// Study 2 of the original: affinity ON vs OFF (fresh ids, as it ran it) vs disabled for real (TTL 0; on real
+// engines also TTL 0 with round-robin placement).
+import type { BalancerName } from "../../affinity/balancers.js";
 import { analyze, pct, sec, type ConditionNumbers } from "../analysis.js";
 import { StudyEnvironment, externalTarget, type EngineSpec, type StudyTarget } from "../environment.js";
 import { metricValue, scrapeMetrics } from "../../metrics/prometheus-text.js";
@@ -13,12 +15,24 @@ export const SMALL_ENGINES: EngineSpec[] = [
   { id: "small-1", tier: "small", profile: "qwen2.5-7b", model: "Qwen/Qwen2.5-7B-Instruct" },
 ];
 
+/** `--engines real`: two llama.cpp engines serving the generated random-weight model (agent-serve engine). */
+const REAL_ENGINES: EngineSpec[] = SMALL_ENGINES.map((e) => ({ ...e, model: "random-llama-small" }));
+/** Real compute is slow on a CPU: short replies. */
+const REAL_MAX_TOKENS = 32;
+
 interface Condition {
-  name: "on" | "off" | "ttl0";
+  name: "on" | "off" | "ttl0" | "ttl0_rr";
   label: string;
   sessions: number;
   turns: number;
   stickyTtlSeconds: number;
+  /** TTL 0's balancer (default least in-flight). */
+  balancer?: BalancerName;
+  /**
+   * Real engines only: with no think time, least in-flight happens to send a session's next turn back to the
+   * engine it just left, so TTL 0 alone does not show what losing affinity costs there.
+   */
+  realOnly?: boolean;
 }
 
 const CONDITIONS: Condition[] = [
@@ -31,6 +45,15 @@ const CONDITIONS: Condition[] = [
     stickyTtlSeconds: 1800,
   },
   { name: "ttl0", label: "affinity disabled (TTL 0)", sessions: 12, turns: 6, stickyTtlSeconds: 0 },
+  {
+    name: "ttl0_rr",
+    label: "affinity disabled (TTL 0), round-robin",
+    sessions: 12,
+    turns: 6,
+    stickyTtlSeconds: 0,
+    balancer: "round_robin",
+    realOnly: true,
+  },
 ];
 
 const CONCURRENCY = 6;
@@ -45,12 +68,14 @@ interface ConditionResult extends ConditionNumbers {
 }
 
 export async function runAffinityStudy(options: StudyOptions): Promise<StudyResult> {
+  const real = options.engines === "real";
   const scale = options.quick ? 3 : 1; // quick: 4 x 6 and 24 x 1 requests instead of 12 x 6 and 72 x 1
   const results: ConditionResult[] = [];
   const records: RequestRecord[] = [];
   const configs: unknown[] = [];
   const notes: string[] = [];
   for (const condition of CONDITIONS) {
+    if (condition.realOnly && !real) continue;
     if (options.gatewayUrl !== undefined && condition.name === "ttl0") {
       notes.push(
         "TTL-0 condition skipped: it needs a gateway configured with sticky_ttl_seconds: 0 (--gateway was given).",
@@ -62,9 +87,9 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
       sessions: condition.sessions / scale,
       turns: condition.turns,
       systemPromptChars: 3000,
-      sharedSystemPrompt: true,
+      sharedSystemPrompt: false,
       userChars: 300,
-      maxTokens: 256,
+      maxTokens: real ? REAL_MAX_TOKENS : 256,
       toolCallRate: 0,
       thinkTimeMs: 0,
       idPrefix: `${options.runId}-${condition.name}`,
@@ -73,8 +98,16 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
       options.gatewayUrl !== undefined
         ? externalTarget(options.gatewayUrl)
         : await StudyEnvironment.start({
-            engines: SMALL_ENGINES,
-            config: { affinity: { sticky_ttl_seconds: condition.stickyTtlSeconds } },
+            engines: real ? REAL_ENGINES : SMALL_ENGINES,
+            engineKind: options.engines,
+            // A slot per session that may run at once: a slot-based engine with fewer thrashes its histories.
+            realEngineSlots: CONCURRENCY,
+            config: {
+              affinity: {
+                sticky_ttl_seconds: condition.stickyTtlSeconds,
+                ...(condition.balancer ? { balancer: condition.balancer } : {}),
+              },
+            },
             timeScale: options.timeScale,
             seed: options.seed,
           });
@@ -114,18 +147,23 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
   }
   return {
     study: "affinity",
-    title: "Affinity study (the original's Study 2, on simulated engines)",
+    title: `Affinity study (the original's Study 2, on ${real ? "real llama.cpp" : "simulated"} engines)`,
     description:
-      `Two qwen2.5-7b engines in the small tier, concurrency ${CONCURRENCY}, a shared 3,000-character system prompt, ` +
-      "300-character user turns, streaming with max_tokens 256. Each condition runs on freshly started engines " +
-      "(empty caches) and a fresh gateway.",
+      (real
+        ? "Two real llama.cpp engines (agent-serve engine: the generated 80M-parameter random-weight model, CPU, " +
+          "slots reusing their longest common prefix) in the small tier"
+        : "Two qwen2.5-7b engines in the small tier") +
+      `, concurrency ${CONCURRENCY}, a shared 3,000-character system prompt, ` +
+      `300-character user turns, streaming with max_tokens ${real ? REAL_MAX_TOKENS : 256}. Each condition runs ` +
+      "on freshly started engines (empty caches) and a fresh gateway." +
+      (real ? " Latencies are wall-clock." : ""),
     seed: options.seed,
     timeScale: options.timeScale,
     configs,
     records,
     tables: [
       {
-        title: "Per condition (latencies in simulated seconds)",
+        title: `Per condition (latencies in ${real ? "wall-clock" : "simulated"} seconds)`,
         columns: [
           "condition",
           "requests",
@@ -173,10 +211,10 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
       },
       {
         file: "affinity-latency.svg",
-        caption: "TTFT and E2E p50 per condition (simulated seconds)",
+        caption: `TTFT and E2E p50 per condition (${real ? "wall-clock" : "simulated"} seconds)`,
         svg: barChart({
           title: "Latency p50 per condition",
-          yLabel: "seconds (simulated)",
+          yLabel: real ? "seconds" : "seconds (simulated)",
           series: ["cold TTFT p50", "warm TTFT p50", "E2E p50"],
           groups: results.map((r) => ({
             label: r.name,
@@ -230,11 +268,13 @@ function affinityChecks(results: ConditionResult[]): Check[] {
       passed: off.bindingHits === 0,
       detail: pct(off.bindingHitRate),
     });
-  if (ttl0)
-    checks.push({
-      claim: "ttl0: hit rate 0%",
-      passed: ttl0.bindingHits === 0,
-      detail: pct(ttl0.bindingHitRate),
-    });
+  for (const disabled of [ttl0, results.find((r) => r.name === "ttl0_rr")]) {
+    if (disabled)
+      checks.push({
+        claim: `${disabled.name}: hit rate 0%`,
+        passed: disabled.bindingHits === 0,
+        detail: pct(disabled.bindingHitRate),
+      });
+  }
   return checks;
 }

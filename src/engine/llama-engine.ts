@@ -1,0 +1,147 @@
+// The engine core: one llama.cpp context whose sequences are the slots, and generation with prefix reuse.
+import { ChatPrompt } from "./chat-prompt.js";
+import type { LlamaContext, LlamaModel, LlamaSequence } from "./llama-binding.js";
+import { SlotPool } from "./slots.js";
+
+export interface EngineShape {
+  slots: number;
+  /** Tokens per slot. */
+  ctxSize: number;
+  batchSize: number;
+  threads: number;
+}
+
+export interface Sampling {
+  /** 0 is greedy. */
+  temperature: number;
+  topP?: number;
+  topK?: number;
+  seed?: number;
+}
+
+export interface GenerateParams {
+  prompt: number[];
+  maxTokens: number;
+  sampling: Sampling;
+  signal: AbortSignal;
+  /** The first token is sampled: the prompt is evaluated, and this many of its tokens came from the slot. */
+  onFirstToken?: (cachedTokens: number) => void;
+  /** New reply text, as soon as it is whole characters. */
+  onText?: (text: string) => void;
+}
+
+export interface GenerationResult {
+  text: string;
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  /** "abort": the signal fired (the client left or the engine is closing). */
+  finishReason: "stop" | "length" | "abort";
+}
+
+class Slot {
+  constructor(readonly sequence: LlamaSequence) {}
+
+  get contextTokens(): readonly number[] {
+    return this.sequence.contextTokens;
+  }
+}
+
+/** Text decoded so far minus an unfinished multi-byte character at its end (U+FFFD from a partial token). */
+function wholeCharacters(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 0xfffd) end--;
+  return text.slice(0, end);
+}
+
+export class LlamaEngine {
+  readonly chat: ChatPrompt;
+  private readonly pool: SlotPool<Slot>;
+
+  private constructor(
+    readonly model: LlamaModel,
+    private readonly context: LlamaContext,
+    readonly shape: EngineShape,
+  ) {
+    this.chat = new ChatPrompt(model);
+    this.pool = new SlotPool(Array.from({ length: shape.slots }, () => new Slot(context.getSequence())));
+  }
+
+  static async create(model: LlamaModel, shape: EngineShape): Promise<LlamaEngine> {
+    const context = await model.createContext({
+      sequences: shape.slots,
+      contextSize: shape.ctxSize,
+      batchSize: shape.batchSize,
+      threads: shape.threads,
+    });
+    return new LlamaEngine(model, context, shape);
+  }
+
+  get running(): number {
+    return this.pool.busy;
+  }
+
+  get waiting(): number {
+    return this.pool.waiting;
+  }
+
+  async generate(params: GenerateParams): Promise<GenerationResult> {
+    const { prompt, signal } = params;
+    const { slot, commonPrefix } = await this.pool.acquire(prompt, signal);
+    try {
+      const sequence = slot.sequence;
+      // At least one prompt token is evaluated: its logits give the first reply token.
+      const cachedTokens = Math.min(commonPrefix, prompt.length - 1);
+      if (sequence.nextTokenIndex > cachedTokens) {
+        await sequence.eraseContextTokenRanges([{ start: cachedTokens, end: sequence.nextTokenIndex }]);
+      }
+      const tokens: number[] = [];
+      let sent = "";
+      let finishReason: GenerationResult["finishReason"] = "length";
+      const sampling = params.sampling;
+      for await (const token of sequence.evaluate(prompt.slice(cachedTokens), {
+        temperature: sampling.temperature,
+        ...(sampling.topP === undefined ? {} : { topP: sampling.topP }),
+        ...(sampling.topK === undefined ? {} : { topK: sampling.topK }),
+        ...(sampling.seed === undefined ? {} : { seed: sampling.seed }),
+      })) {
+        if (tokens.length === 0) params.onFirstToken?.(cachedTokens);
+        if (signal.aborted) {
+          finishReason = "abort";
+          break;
+        }
+        if (this.model.isEogToken(token)) {
+          finishReason = "stop";
+          break;
+        }
+        tokens.push(token);
+        const whole = wholeCharacters(this.model.detokenize(tokens));
+        if (whole.length > sent.length) {
+          params.onText?.(whole.slice(sent.length));
+          sent = whole;
+        }
+        if (tokens.length >= params.maxTokens) break;
+      }
+      const text = this.model.detokenize(tokens);
+      if (text.length > sent.length && finishReason !== "abort") params.onText?.(text.slice(sent.length));
+      return {
+        text,
+        promptTokens: prompt.length,
+        cachedTokens,
+        completionTokens: tokens.length,
+        finishReason,
+      };
+    } finally {
+      this.pool.release(slot);
+    }
+  }
+
+  /** Refuses the requests still waiting for a slot; running ones end through their own signals. */
+  stopWaiting(): void {
+    this.pool.rejectWaiting(new Error("engine closing"));
+  }
+
+  async dispose(): Promise<void> {
+    await this.context.dispose();
+  }
+}

@@ -1,0 +1,277 @@
+// The real engine's HTTP surface: vLLM's OpenAI-compatible chat completions, /v1/models, /metrics and /health.
+//
+// Request validation, error envelopes and response shapes are the simulator's (src/sim), which follow vLLM: the
+// gateway and its clients cannot tell the two engines apart by their answers, only by their timings.
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { readJsonBody } from "../sim/http-body.js";
+import { badRequest, sendError, sendRouteError, SimRequestError } from "../sim/errors.js";
+import {
+  chatCompletionBody,
+  modelList,
+  SSE_DONE,
+  SseChunks,
+  usage,
+  type Usage,
+} from "../sim/openai-shapes.js";
+import { parseChatRequest } from "../sim/request-parser.js";
+import { ENGINE_DEFAULTS } from "./defaults.js";
+import type { LlamaEngine, Sampling } from "./llama-engine.js";
+import type { EngineMetrics } from "./metrics.js";
+
+/** What the server has seen, as the handle's stats() reports it. */
+export interface EngineCounters {
+  requestsReceived: number;
+  requestsServed: number;
+  requestsRejected: number;
+  requestsFailed: number;
+  requestsAborted: number;
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+}
+
+const ROUTES = new Map<string, readonly string[]>([
+  ["/health", ["GET"]],
+  ["/ping", ["GET", "POST"]],
+  ["/version", ["GET"]],
+  ["/metrics", ["GET"]],
+  ["/v1/models", ["GET"]],
+  ["/v1/chat/completions", ["POST"]],
+]);
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+
+function optionalNumber(body: unknown, key: string): number | undefined {
+  const value = (body as Record<string, unknown>)[key];
+  return typeof value === "number" ? value : undefined;
+}
+
+export class EngineServer {
+  private readonly http: Server;
+  private readonly sockets = new Set<Socket>();
+  private readonly inflight = new Map<AbortController, Promise<unknown>>();
+  private closing: Promise<void> | undefined;
+  readonly counters: EngineCounters = {
+    requestsReceived: 0,
+    requestsServed: 0,
+    requestsRejected: 0,
+    requestsFailed: 0,
+    requestsAborted: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    completionTokens: 0,
+  };
+
+  constructor(
+    private readonly engine: LlamaEngine,
+    private readonly metrics: EngineMetrics,
+    private readonly servedModel: string,
+  ) {
+    this.http = createServer({ keepAlive: true, noDelay: true }, (req, res) => this.route(req, res));
+    this.http.keepAliveTimeout = ENGINE_DEFAULTS.keepAliveTimeoutMs;
+    this.http.headersTimeout = ENGINE_DEFAULTS.headersTimeoutMs;
+    this.http.on("connection", (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.on("close", () => this.sockets.delete(socket));
+    });
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.http.once("error", reject);
+      this.http.listen(port, host, () => {
+        this.http.off("error", reject);
+        resolve((this.http.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  /** Stops listening, drops connections, ends running generations and waits until their slots are free. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+      this.engine.stopWaiting();
+      for (const controller of this.inflight.keys()) controller.abort();
+      for (const socket of this.sockets) socket.destroy();
+      await Promise.allSettled(this.inflight.values());
+      await closed;
+    })();
+    return this.closing;
+  }
+
+  private route(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? "/";
+    const query = url.indexOf("?");
+    const path = query < 0 ? url : url.slice(0, query);
+    const methods = ROUTES.get(path);
+    if (!methods) return sendRouteError(res, 404);
+    if (!methods.includes(req.method ?? "")) return sendRouteError(res, 405);
+    switch (path) {
+      case "/health":
+      case "/ping":
+        res.writeHead(200, { "content-length": 0 });
+        res.end();
+        return;
+      case "/version":
+        return sendJson(res, 200, { version: ENGINE_DEFAULTS.version });
+      case "/metrics":
+        this.metrics.render().then(
+          (text) => {
+            res.writeHead(200, { "content-type": this.metrics.contentType });
+            res.end(text);
+          },
+          (err: unknown) => this.fail(res, err),
+        );
+        return;
+      case "/v1/models":
+        return sendJson(
+          res,
+          200,
+          modelList(
+            this.servedModel,
+            this.engine.shape.ctxSize,
+            nowSeconds(),
+            `modelperm-${randomUUID().replaceAll("-", "")}`,
+          ),
+        );
+      default:
+        this.counters.requestsReceived += 1;
+        this.handleChat(req, res).catch((err: unknown) => this.fail(res, err));
+    }
+  }
+
+  private fail(res: ServerResponse, err: unknown): void {
+    const error =
+      err instanceof SimRequestError
+        ? err
+        : new SimRequestError(
+            `Internal server error: ${err instanceof Error ? err.message : String(err)}`,
+            500,
+            "InternalServerError",
+          );
+    if (error.status >= 500) this.counters.requestsFailed += 1;
+    else this.counters.requestsRejected += 1;
+    if (res.headersSent) res.destroy();
+    else sendError(res, error);
+  }
+
+  private async handleChat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrivedMs = performance.now();
+    const body = await readJsonBody(req, ENGINE_DEFAULTS.maxRequestBodyBytes);
+    const request = parseChatRequest(body);
+    if (request.model !== undefined && request.model !== this.servedModel) {
+      throw new SimRequestError(
+        `The model \`${request.model}\` does not exist.`,
+        404,
+        "NotFoundError",
+        "model",
+      );
+    }
+    if (request.n !== 1) throw badRequest("n > 1 is not supported by this engine", "n");
+    const prompt = this.engine.chat.render(request.messages, request.tools);
+    const limit = this.engine.shape.ctxSize;
+    if (prompt.length >= limit) {
+      throw badRequest(
+        `This model's maximum context length is ${limit} tokens. However, your messages resulted in ` +
+          `${prompt.length} tokens. Please reduce the length of the messages.`,
+      );
+    }
+    const maxTokens = request.maxTokens ?? Math.min(ENGINE_DEFAULTS.maxTokens, limit - prompt.length);
+    if (prompt.length + maxTokens > limit) {
+      throw badRequest(
+        `This model's maximum context length is ${limit} tokens. However, you requested ` +
+          `${prompt.length + maxTokens} tokens (${prompt.length} in the messages, ${maxTokens} in the ` +
+          `completion). Please reduce the length of the messages or completion.`,
+      );
+    }
+    const sampling: Sampling = {
+      temperature: optionalNumber(body, "temperature") ?? ENGINE_DEFAULTS.temperature,
+      ...(optionalNumber(body, "top_p") === undefined ? {} : { topP: optionalNumber(body, "top_p") }),
+      ...(optionalNumber(body, "top_k") === undefined ? {} : { topK: optionalNumber(body, "top_k") }),
+      ...(request.seed === undefined ? {} : { seed: request.seed }),
+    };
+
+    const identity = {
+      id: `chatcmpl-${randomUUID().replaceAll("-", "")}`,
+      created: nowSeconds(),
+      model: this.servedModel,
+    };
+    const sse = request.stream ? new SseChunks(identity, "chat", 1) : undefined;
+    if (sse) {
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+      res.flushHeaders();
+    }
+    const controller = new AbortController();
+    res.on("close", () => controller.abort());
+    let started = false;
+    const generation = this.engine.generate({
+      prompt,
+      maxTokens,
+      sampling,
+      signal: controller.signal,
+      onFirstToken: (cachedTokens) =>
+        this.metrics.observePrefill(
+          { promptTokens: prompt.length, cachedTokens },
+          (performance.now() - arrivedMs) / 1000,
+        ),
+      onText: (text) => {
+        if (!sse) return;
+        if (!started) res.write(sse.role(0));
+        started = true;
+        res.write(sse.delta(0, text, null));
+      },
+    });
+    this.inflight.set(controller, generation);
+    try {
+      const result = await generation;
+      this.metrics.observeFinished(
+        result.completionTokens,
+        result.finishReason,
+        (performance.now() - arrivedMs) / 1000,
+      );
+      if (result.finishReason === "abort") {
+        this.counters.requestsAborted += 1;
+        res.destroy();
+        return;
+      }
+      const totals: Usage = usage(result.promptTokens, result.completionTokens, result.cachedTokens);
+      this.counters.requestsServed += 1;
+      this.counters.promptTokens += totals.prompt_tokens;
+      this.counters.cachedTokens += totals.prompt_tokens_details.cached_tokens;
+      this.counters.completionTokens += totals.completion_tokens;
+      if (sse) {
+        let tail = started ? "" : sse.role(0);
+        tail += sse.delta(0, "", result.finishReason);
+        if (request.includeUsage) tail += sse.usage(totals);
+        res.end(tail + SSE_DONE);
+        return;
+      }
+      sendJson(
+        res,
+        200,
+        chatCompletionBody(
+          identity,
+          [{ index: 0, text: result.text, finishReason: result.finishReason }],
+          totals,
+        ),
+      );
+    } catch (err) {
+      if (controller.signal.aborted) {
+        this.counters.requestsAborted += 1; // withdrawn while it waited for a slot
+        res.destroy();
+        return;
+      }
+      throw err;
+    } finally {
+      this.inflight.delete(controller);
+    }
+  }
+}
