@@ -14,6 +14,8 @@ createServer({ noDelay: true, keepAlive: true }, (req, res) => {
   req.on("data", (chunk: Buffer) => body.push(chunk));
   req.on("end", () => {
     const handler: Dispatcher.DispatchHandler = {
+      // Declaring onRequestStart selects undici's current handler API (the one the gateway uses).
+      onRequestStart() {},
       onResponseStart(_controller, statusCode, headers) {
         res.writeHead(statusCode, { "content-type": String(headers["content-type"] ?? "application/json") });
       },

@@ -47,6 +47,10 @@ flags:
                       saturation 10, sessions 8, failure 1); latencies are reported in engine time
       --out DIR       where run directories go (default studies/results)
       --quick         small counts (a few seconds per study), for smoke tests
+      --shared-system-prompt
+                      affinity and saturation: one system prompt for all sessions (as one agent
+                      application) instead of one per session; then every engine soon holds it,
+                      whatever the placement, and only the conversation history depends on affinity
   -h, --help          this text`;
 
 function runId(name: string, seed: number, now: Date): string {
@@ -71,6 +75,7 @@ export const studyCommand: Command = {
           "time-scale": { type: "string" },
           out: { type: "string", default: "studies/results" },
           quick: { type: "boolean", default: false },
+          "shared-system-prompt": { type: "boolean", default: false },
         },
       });
     } catch (err) {
@@ -110,13 +115,14 @@ export const studyCommand: Command = {
         timeScale: engines === "real" ? 1 : (timeScale ?? study.defaultTimeScale),
         engines,
         quick: values.quick,
+        sharedSystemPrompt: values["shared-system-prompt"],
         runId: id,
         progress: terminalProgress(),
         ...(values.gateway === undefined ? {} : { gatewayUrl: values.gateway }),
       });
       const dir = await writeRun(values.out, result, {
         runId: id,
-        command: `agent-serve study ${["study", ...argv].slice(1).join(" ") || studyName}`.trim(),
+        command: `agent-serve study ${argv.join(" ") || studyName}`.trim(),
         startedAt,
         durationSeconds: (Date.now() - startedAt.getTime()) / 1000,
       });

@@ -53,5 +53,11 @@ export interface StudyOptions {
   engines?: EngineKind;
   /** Names this run: session ids carry it, so runs never share bindings on a long-lived gateway. */
   runId: string;
+  /**
+   * One system prompt for every session (an application's single agent) instead of one per session (each
+   * session a task with its own instructions and context). Shared, a fresh session already finds its
+   * system prompt cached on every engine, whatever the placement.
+   */
+  sharedSystemPrompt?: boolean;
   progress: Progress;
 }

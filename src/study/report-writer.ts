@@ -78,7 +78,7 @@ export function reportMarkdown(result: StudyResult, run: RunInfo): string {
     result.description,
     "",
     `Run \`${run.runId}\`, ${run.startedAt.toISOString()}, ${run.durationSeconds.toFixed(1)} s wall clock. ` +
-      `Seed ${result.seed}, time scale ${result.timeScale} (latencies are simulated engine time), config hash ` +
+      `Seed ${result.seed}, time scale ${result.timeScale} (latencies are engine time: simulated time for simulated engines), config hash ` +
       `${configHash(result.configs)}. Machine: ${String(machine["cpus"])} x ${String(machine["cpuModel"])}, ` +
       `${String(machine["memoryGiB"])} GiB, Node ${process.version}.`,
     "",

@@ -87,7 +87,7 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
       sessions: condition.sessions / scale,
       turns: condition.turns,
       systemPromptChars: 3000,
-      sharedSystemPrompt: false,
+      sharedSystemPrompt: options.sharedSystemPrompt ?? false,
       userChars: 300,
       maxTokens: real ? REAL_MAX_TOKENS : 256,
       toolCallRate: 0,
@@ -153,7 +153,7 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
         ? "Two real llama.cpp engines (agent-serve engine: the generated 80M-parameter random-weight model, CPU, " +
           "slots reusing their longest common prefix) in the small tier"
         : "Two qwen2.5-7b engines in the small tier") +
-      `, concurrency ${CONCURRENCY}, a shared 3,000-character system prompt, ` +
+      `, concurrency ${CONCURRENCY}, a 3,000-character system prompt ${options.sharedSystemPrompt ? "shared by all sessions" : "of each session's own"}, ` +
       `300-character user turns, streaming with max_tokens ${real ? REAL_MAX_TOKENS : 256}. Each condition runs ` +
       "on freshly started engines (empty caches) and a fresh gateway." +
       (real ? " Latencies are wall-clock." : ""),

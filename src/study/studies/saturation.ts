@@ -50,7 +50,7 @@ export async function runSaturationStudy(options: StudyOptions): Promise<StudyRe
           sessions: Math.max(options.quick ? 4 : 8, 2 * concurrency),
           turns: 2,
           systemPromptChars: 3000,
-          sharedSystemPrompt: true,
+          sharedSystemPrompt: options.sharedSystemPrompt ?? false,
           userChars: 300,
           maxTokens: 256,
           toolCallRate: 0,
@@ -95,7 +95,7 @@ export async function runSaturationStudy(options: StudyOptions): Promise<StudyRe
     study: "saturation",
     title: "Saturation study (the original's Study 1, on simulated engines)",
     description:
-      "Two qwen2.5-7b engines in the small tier; 2-turn sessions with a shared 3,000-character system prompt, " +
+      `Two qwen2.5-7b engines in the small tier; 2-turn sessions with a 3,000-character system prompt ${options.sharedSystemPrompt ? "shared by all sessions" : "of each session's own"}, ` +
       `streaming, max_tokens 256; concurrency ${levels.join(", ")}; ${repetitions} repetition(s) per level on fresh engines.`,
     seed: options.seed,
     timeScale: options.timeScale,
