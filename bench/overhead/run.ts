@@ -8,13 +8,13 @@
 //
 //   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin]
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as hdr from "hdr-histogram-js";
 import { Pool } from "undici";
+import { freePort } from "../common.js";
 
 const CLI = fileURLToPath(new URL("../../dist/src/cli.js", import.meta.url));
 const quick = process.argv.includes("--quick");
@@ -49,14 +49,6 @@ function spawnCli(
     child.stdout!.on("data", onData);
     child.once("exit", (code) => reject(new Error(`${args[0]} exited ${code}: ${text}`)));
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** The gateway's log lines go to /dev/null, not through a pipe this client would have to drain. */

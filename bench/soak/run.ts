@@ -5,7 +5,6 @@
 //   npm run build && node --import tsx bench/soak/run.ts [--seconds 600] [--concurrency 24]
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +12,7 @@ import { parseArgs } from "node:util";
 import { Pool } from "undici";
 import { SeededRandom } from "../../src/core/random.js";
 import { metricValue } from "../../src/metrics/prometheus-text.js";
+import { freePort, waitHealthy } from "../common.js";
 
 const CLI = fileURLToPath(new URL("../../dist/src/cli.js", import.meta.url));
 const { values } = parseArgs({
@@ -21,28 +21,6 @@ const { values } = parseArgs({
 const DURATION_MS = Number(values.seconds) * 1000;
 const CONCURRENCY = Number(values.concurrency);
 const MODEL = "soak-model";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function waitHealthy(url: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (
-      await fetch(url).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`${url} never answered`);
-}
 
 function startEngine(port: number): ChildProcess {
   return spawn(

@@ -2,6 +2,8 @@
 //
 // Request validation, error envelopes and response shapes are the simulator's (src/sim), which follow vLLM: the
 // gateway and its clients cannot tell the two engines apart by their answers, only by their timings.
+import type { ServerCounters } from "../sim/server.js";
+import { writeJson } from "../core/write-json.js";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
@@ -20,17 +22,8 @@ import { ENGINE_DEFAULTS } from "./defaults.js";
 import type { LlamaEngine, Sampling } from "./llama-engine.js";
 import type { EngineMetrics } from "./metrics.js";
 
-/** What the server has seen, as the handle's stats() reports it. */
-export interface EngineCounters {
-  requestsReceived: number;
-  requestsServed: number;
-  requestsRejected: number;
-  requestsFailed: number;
-  requestsAborted: number;
-  promptTokens: number;
-  cachedTokens: number;
-  completionTokens: number;
-}
+/** What the server has seen, as the handle's stats() reports it: the same counters as the simulator's. */
+export type EngineCounters = ServerCounters;
 
 const ROUTES = new Map<string, readonly string[]>([
   ["/health", ["GET"]],
@@ -40,12 +33,6 @@ const ROUTES = new Map<string, readonly string[]>([
   ["/v1/models", ["GET"]],
   ["/v1/chat/completions", ["POST"]],
 ]);
-
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const body = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-  res.end(body);
-}
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
@@ -121,7 +108,7 @@ export class EngineServer {
         res.end();
         return;
       case "/version":
-        return sendJson(res, 200, { version: ENGINE_DEFAULTS.version });
+        return writeJson(res, 200, { version: ENGINE_DEFAULTS.version });
       case "/metrics":
         this.metrics.render().then(
           (text) => {
@@ -132,7 +119,7 @@ export class EngineServer {
         );
         return;
       case "/v1/models":
-        return sendJson(
+        return writeJson(
           res,
           200,
           modelList(
@@ -254,7 +241,7 @@ export class EngineServer {
         res.end(tail + SSE_DONE);
         return;
       }
-      sendJson(
+      writeJson(
         res,
         200,
         chatCompletionBody(

@@ -3,7 +3,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
 import type { GatewayRuntime } from "./runtime.js";
-import { writeJson } from "./write-json.js";
+import { writeJson } from "../core/write-json.js";
 
 export interface AdminActions {
   /** Re-reads and applies the config file; resolves to a short summary or rejects with the problems. */

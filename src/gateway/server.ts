@@ -14,7 +14,7 @@ import { handleAdmin, type AdminActions } from "./admin-handler.js";
 import { handleCompletion } from "./completion-handler.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
 import type { GatewayRuntime } from "./runtime.js";
-import { writeJson } from "./write-json.js";
+import { writeJson } from "../core/write-json.js";
 
 /** The cancel reason of a request whose client disconnected. */
 export class ClientClosedError extends Error {

@@ -1,4 +1,5 @@
 // The simulated engine's HTTP surface: vLLM's OpenAI-compatible routes, /metrics, /health and fault control.
+import { writeJson } from "../core/write-json.js";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
@@ -55,12 +56,6 @@ const ROUTES = new Map<string, readonly string[]>([
   ["/sim/fault", ["GET", "POST"]],
   ["/sim/stats", ["GET"]],
 ]);
-
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const body = JSON.stringify(value);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-  res.end(body);
-}
 
 function nowSeconds(): number {
   return Math.floor(systemClock.nowMs() / 1000);
@@ -181,7 +176,7 @@ export class SimServer {
         res.end();
         return;
       case "/version":
-        return sendJson(res, 200, { version: SIM_DEFAULTS.version });
+        return writeJson(res, 200, { version: SIM_DEFAULTS.version });
       case "/metrics":
         this.deps.metrics.render().then(
           (text) => {
@@ -192,7 +187,7 @@ export class SimServer {
         );
         return;
       case "/v1/models":
-        return sendJson(
+        return writeJson(
           res,
           200,
           modelList(
@@ -223,8 +218,8 @@ export class SimServer {
   }
 
   private async handleControl(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (path === "/sim/stats") return sendJson(res, 200, this.counters);
-    if (req.method === "GET") return sendJson(res, 200, this.fault);
+    if (path === "/sim/stats") return writeJson(res, 200, this.counters);
+    if (req.method === "GET") return writeJson(res, 200, this.fault);
     const body = await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes);
     let fault: SimFault;
     try {
@@ -237,7 +232,7 @@ export class SimServer {
         "kind",
       );
     }
-    sendJson(res, 200, fault);
+    writeJson(res, 200, fault);
     // Answer first, then die, so the caller learns the fault took.
     if (fault.kind === "die") res.once("finish", () => setImmediate(() => this.setFault(fault)));
     else this.setFault(fault);

@@ -1,4 +1,4 @@
-// Writes a small JSON response (admin, models, health, errors) with its length.
+// Writes a small JSON response with its length (gateway admin and errors, engines' bodies and errors).
 import type { ServerResponse } from "node:http";
 
 export function writeJson(
