@@ -18,6 +18,8 @@ const { values } = parseArgs({
   options: {
     requests: { type: "string", default: "1000000" },
     concurrency: { type: "string", default: "64" },
+    /** Caps the gateway's V8 old space: finishing the flood proves the live heap stayed under it. */
+    "gateway-heap-mb": { type: "string" },
   },
 });
 const TOTAL = Number(values.requests);
@@ -38,9 +40,11 @@ async function main(): Promise<void> {
     config,
     `server: {host: 127.0.0.1, port: ${port}}\nbackends:\n  - {id: e0, tier: small, base_url: "http://127.0.0.1:${enginePort}", model: m, max_inflight: 1024}\nadmission: {max_queue_size: 4096}\n`,
   );
+  const heapCap =
+    values["gateway-heap-mb"] === undefined ? [] : [`--max-old-space-size=${values["gateway-heap-mb"]}`];
   const gateway = spawn(
     process.execPath,
-    ["--expose-gc", CLI, "gateway", "--config", config, "--log-level", "warn"],
+    [...heapCap, CLI, "gateway", "--config", config, "--log-level", "warn"],
     { stdio: "ignore" },
   );
   const url = `http://127.0.0.1:${port}`;
@@ -101,7 +105,8 @@ async function main(): Promise<void> {
   await pool.close();
   console.log(`machine: ${cpus().length} x ${cpus()[0]?.model ?? "?"}, node ${process.version}`);
   console.log(
-    `command: node --import tsx bench/flood/run.ts --requests ${TOTAL} --concurrency ${CONCURRENCY}`,
+    `command: node --import tsx bench/flood/run.ts --requests ${TOTAL} --concurrency ${CONCURRENCY}` +
+      (heapCap.length > 0 ? ` --gateway-heap-mb ${values["gateway-heap-mb"]}` : ""),
   );
   console.log(
     `${TOTAL} requests with new session and agent ids in ${seconds.toFixed(0)} s (${(TOTAL / seconds).toFixed(0)} req/s), ${failed} failed; a request after the flood: ${check.statusCode}`,
