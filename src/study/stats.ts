@@ -1,4 +1,4 @@
-// Small-sample statistics for study reports: exact percentiles (linear interpolation) and summaries.
+// Small-sample statistics for study reports: exact percentiles (linear interpolation) and ratios.
 
 /** The q-th percentile (0-100) of `values` by linear interpolation between order statistics (numpy's default). */
 export function percentile(values: readonly number[], q: number): number {
@@ -9,26 +9,6 @@ export function percentile(values: readonly number[], q: number): number {
   const low = Math.floor(rank);
   const high = Math.ceil(rank);
   return sorted[low]! + (sorted[high]! - sorted[low]!) * (rank - low);
-}
-
-export interface Summary {
-  count: number;
-  mean: number;
-  p50: number;
-  p95: number;
-  max: number;
-}
-
-export function summarize(values: readonly number[]): Summary {
-  const count = values.length;
-  if (count === 0) return { count, mean: Number.NaN, p50: Number.NaN, p95: Number.NaN, max: Number.NaN };
-  return {
-    count,
-    mean: values.reduce((a, b) => a + b, 0) / count,
-    p50: percentile(values, 50),
-    p95: percentile(values, 95),
-    max: Math.max(...values),
-  };
 }
 
 /** hits / total as a fraction, 0 when there is nothing to divide. */
