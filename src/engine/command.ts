@@ -1,5 +1,6 @@
 // `agent-serve engine`: a real OpenAI-compatible engine over llama.cpp (CPU); `engine make-model` writes its model.
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { waitForStopSignal } from "../cli/stop-signal.js";
 import { UsageError, type Command } from "../cli/command.js";
 import { ENGINE_DEFAULTS } from "./defaults.js";
 import { EngineUnavailableError, startRealEngine, type RealEngineOptions } from "./index.js";
@@ -119,18 +120,6 @@ async function runMakeModel(argv: string[]): Promise<number> {
       `${made.seconds.toFixed(1)} s)\n`,
   );
   return 0;
-}
-
-function waitForStopSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const onSignal = (): void => {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-      resolve();
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-  });
 }
 
 export const engineCommand: Command = {

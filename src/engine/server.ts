@@ -4,19 +4,13 @@
 // gateway and its clients cannot tell the two engines apart by their answers, only by their timings.
 import type { ServerCounters } from "../sim/server.js";
 import { writeJson } from "../core/write-json.js";
+import { answerInfoRoute, type InfoSource } from "../sim/info-routes.js";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { readJsonBody } from "../sim/http-body.js";
 import { badRequest, sendError, sendRouteError, SimRequestError } from "../sim/errors.js";
-import {
-  chatCompletionBody,
-  modelList,
-  SSE_DONE,
-  SseChunks,
-  usage,
-  type Usage,
-} from "../sim/openai-shapes.js";
+import { chatCompletionBody, SSE_DONE, SseChunks, usage, type Usage } from "../sim/openai-shapes.js";
 import { parseChatRequest } from "../sim/request-parser.js";
 import { ENGINE_DEFAULTS } from "./defaults.js";
 import type { LlamaEngine, Sampling } from "./llama-engine.js";
@@ -42,6 +36,7 @@ function optionalNumber(body: unknown, key: string): number | undefined {
 }
 
 export class EngineServer {
+  private readonly info: InfoSource;
   private readonly http: Server;
   private readonly sockets = new Set<Socket>();
   private readonly inflight = new Map<AbortController, Promise<unknown>>();
@@ -62,6 +57,13 @@ export class EngineServer {
     private readonly metrics: EngineMetrics,
     private readonly servedModel: string,
   ) {
+    this.info = {
+      version: ENGINE_DEFAULTS.version,
+      model: servedModel,
+      maxModelLen: engine.shape.ctxSize,
+      metrics,
+      nowSeconds,
+    };
     this.http = createServer({ keepAlive: true, noDelay: true }, (req, res) => this.route(req, res));
     this.http.keepAliveTimeout = ENGINE_DEFAULTS.keepAliveTimeoutMs;
     this.http.headersTimeout = ENGINE_DEFAULTS.headersTimeoutMs;
@@ -101,38 +103,9 @@ export class EngineServer {
     const methods = ROUTES.get(path);
     if (!methods) return sendRouteError(res, 404);
     if (!methods.includes(req.method ?? "")) return sendRouteError(res, 405);
-    switch (path) {
-      case "/health":
-      case "/ping":
-        res.writeHead(200, { "content-length": 0 });
-        res.end();
-        return;
-      case "/version":
-        return writeJson(res, 200, { version: ENGINE_DEFAULTS.version });
-      case "/metrics":
-        this.metrics.render().then(
-          (text) => {
-            res.writeHead(200, { "content-type": this.metrics.contentType });
-            res.end(text);
-          },
-          (err: unknown) => this.fail(res, err),
-        );
-        return;
-      case "/v1/models":
-        return writeJson(
-          res,
-          200,
-          modelList(
-            this.servedModel,
-            this.engine.shape.ctxSize,
-            nowSeconds(),
-            `modelperm-${randomUUID().replaceAll("-", "")}`,
-          ),
-        );
-      default:
-        this.counters.requestsReceived += 1;
-        this.handleChat(req, res).catch((err: unknown) => this.fail(res, err));
-    }
+    if (answerInfoRoute(path, res, this.info, (err: unknown) => this.fail(res, err))) return;
+    this.counters.requestsReceived += 1;
+    this.handleChat(req, res).catch((err: unknown) => this.fail(res, err));
   }
 
   private fail(res: ServerResponse, err: unknown): void {

@@ -1,5 +1,6 @@
 // `agent-serve sim`: runs one simulated vLLM engine as a process until SIGINT/SIGTERM (or a `die` fault).
 import { parseArgs } from "node:util";
+import { waitForStopSignal } from "../cli/stop-signal.js";
 import { UsageError, type Command } from "../cli/command.js";
 import { SIM_DEFAULTS } from "./defaults.js";
 import { parseFaultSpec, type SimFault } from "./faults.js";
@@ -117,18 +118,6 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
     fault,
     faultDelayMs,
   };
-}
-
-function waitForStopSignal(): Promise<string> {
-  return new Promise((resolve) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-      resolve(signal);
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-  });
 }
 
 export const simCommand: Command = {

@@ -13,7 +13,8 @@ import { HEALTHY, parseFault, shouldInjectError, type SimFault } from "./faults.
 import { GenerationResponse, type ResponseHost, type ResponseOutcome } from "./generation-response.js";
 import { readJsonBody } from "./http-body.js";
 import type { SimMetrics } from "./metrics.js";
-import { modelList, type Usage } from "./openai-shapes.js";
+import { answerInfoRoute, type InfoSource } from "./info-routes.js";
+import type { Usage } from "./openai-shapes.js";
 import type { SimProfile } from "./profiles.js";
 import { createEngineRequest } from "./request-factory.js";
 import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "./request-parser.js";
@@ -62,6 +63,7 @@ function nowSeconds(): number {
 }
 
 export class SimServer {
+  private readonly info: InfoSource;
   private readonly http: Server;
   private readonly sockets = new Set<Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -90,6 +92,13 @@ export class SimServer {
   };
 
   constructor(private readonly deps: SimServerDeps) {
+    this.info = {
+      version: SIM_DEFAULTS.version,
+      model: deps.model,
+      maxModelLen: deps.maxModelLen,
+      metrics: deps.metrics,
+      nowSeconds,
+    };
     this.http = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
       try {
         this.route(req, res);
@@ -169,34 +178,9 @@ export class SimServer {
     }
     // A hung engine accepts connections and requests but answers nothing.
     if (this.fault.kind === "hang") return;
+    const fail = (err: unknown): void => this.fail(res, err);
+    if (answerInfoRoute(path, res, this.info, fail)) return;
     switch (path) {
-      case "/health":
-      case "/ping":
-        res.writeHead(200, { "content-length": 0 });
-        res.end();
-        return;
-      case "/version":
-        return writeJson(res, 200, { version: SIM_DEFAULTS.version });
-      case "/metrics":
-        this.deps.metrics.render().then(
-          (text) => {
-            res.writeHead(200, { "content-type": this.deps.metrics.contentType });
-            res.end(text);
-          },
-          (err: unknown) => this.fail(res, err),
-        );
-        return;
-      case "/v1/models":
-        return writeJson(
-          res,
-          200,
-          modelList(
-            this.deps.model,
-            this.deps.maxModelLen,
-            nowSeconds(),
-            `modelperm-${randomUUID().replaceAll("-", "")}`,
-          ),
-        );
       case "/v1/chat/completions":
         this.handleGenerate(req, res, "chat").catch((err: unknown) => this.fail(res, err));
         return;

@@ -1,5 +1,6 @@
 // Closed-loop load: a fixed number of workers, each running whole sessions turn by turn, with think time.
 import type { Pool } from "undici";
+import type { Progress } from "./progress.js";
 import { sendChatTurn, type ChatTurnResult } from "./chat-client.js";
 import type { SessionPlan } from "./workload.js";
 
@@ -90,5 +91,35 @@ export async function runSessions(options: RunOptions): Promise<RequestRecord[]>
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency, options.sessions.length) }, worker));
+  return records;
+}
+
+/**
+ * One condition of a study as they all run it: streamed turns to the small tier, a progress bar labelled
+ * `label` over every turn of every session.
+ */
+export async function runCondition(
+  label: string,
+  condition: string,
+  sessions: readonly SessionPlan[],
+  concurrency: number,
+  target: { pool: Pool; timeScale: number },
+  progress: Progress,
+): Promise<RequestRecord[]> {
+  progress.start(
+    label,
+    sessions.reduce((n, s) => n + s.turns.length, 0),
+  );
+  const records = await runSessions({
+    condition,
+    sessions,
+    concurrency,
+    pool: target.pool,
+    timeScale: target.timeScale,
+    stream: true,
+    tierHint: "small",
+    onRecord: (r) => progress.tick(!r.ok),
+  });
+  progress.done();
   return records;
 }

@@ -6,7 +6,7 @@ import { StudyEnvironment, externalTarget, type EngineSpec, type StudyTarget } f
 import { metricValue, scrapeMetrics } from "../../metrics/prometheus-text.js";
 import type { StudyOptions } from "../progress.js";
 import type { Check, StudyResult } from "../result.js";
-import { runSessions, type RequestRecord } from "../session-runner.js";
+import { runCondition, type RequestRecord } from "../session-runner.js";
 import { barChart } from "../svg-charts.js";
 import { generateWorkload, type WorkloadSpec } from "../workload.js";
 
@@ -115,18 +115,14 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
     try {
       const sessions = generateWorkload(spec);
       const before = await scrapeMetrics(target.url);
-      options.progress.start(`affinity:${condition.name}`, sessions.length * condition.turns);
-      const conditionRecords = await runSessions({
-        condition: condition.name,
+      const conditionRecords = await runCondition(
+        `affinity:${condition.name}`,
+        condition.name,
         sessions,
-        concurrency: CONCURRENCY,
-        pool: target.pool,
-        timeScale: target.timeScale,
-        stream: true,
-        tierHint: "small",
-        onRecord: (r) => options.progress.tick(!r.ok),
-      });
-      options.progress.done();
+        CONCURRENCY,
+        target,
+        options.progress,
+      );
       const after = await scrapeMetrics(target.url);
       const delta = (name: string): number =>
         metricValue(after, name, { tier: "small" }) - metricValue(before, name, { tier: "small" });

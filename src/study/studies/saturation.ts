@@ -3,7 +3,7 @@ import { analyze, pct, sec } from "../analysis.js";
 import { StudyEnvironment, externalTarget, type StudyTarget } from "../environment.js";
 import type { StudyOptions } from "../progress.js";
 import type { StudyResult } from "../result.js";
-import { runSessions, type RequestRecord } from "../session-runner.js";
+import { runCondition, type RequestRecord } from "../session-runner.js";
 import { percentile } from "../stats.js";
 import { lineChart } from "../svg-charts.js";
 import { generateWorkload } from "../workload.js";
@@ -57,18 +57,14 @@ export async function runSaturationStudy(options: StudyOptions): Promise<StudyRe
           thinkTimeMs: 0,
           idPrefix: `${options.runId}-c${concurrency}-r${repetition}`,
         });
-        options.progress.start(`saturation:c${concurrency}/r${repetition + 1}`, sessions.length * 2);
-        const run = await runSessions({
-          condition: `c${concurrency}`,
+        const run = await runCondition(
+          `saturation:c${concurrency}/r${repetition + 1}`,
+          `c${concurrency}`,
           sessions,
           concurrency,
-          pool: target.pool,
-          timeScale: target.timeScale,
-          stream: true,
-          tierHint: "small",
-          onRecord: (r) => options.progress.tick(!r.ok),
-        });
-        options.progress.done();
+          target,
+          options.progress,
+        );
         perRepetition.push(analyze(run, target.timeScale).e2eP50Seconds);
         levelRecords.push(...run);
       } finally {

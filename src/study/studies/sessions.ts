@@ -4,7 +4,7 @@ import { analyze, pct, sec, type ConditionNumbers } from "../analysis.js";
 import { StudyEnvironment, externalTarget, type EngineSpec, type StudyTarget } from "../environment.js";
 import type { StudyOptions } from "../progress.js";
 import type { Check, StudyResult } from "../result.js";
-import { runSessions, type RequestRecord } from "../session-runner.js";
+import { runCondition, type RequestRecord } from "../session-runner.js";
 import { barChart } from "../svg-charts.js";
 import { generateWorkload } from "../workload.js";
 
@@ -71,21 +71,14 @@ export async function runSessionsStudy(options: StudyOptions): Promise<StudyResu
         thinkTimeMs: 2000,
         idPrefix: `${options.runId}-${policy.name}`,
       });
-      options.progress.start(
+      const run = await runCondition(
         `sessions:${policy.name}`,
-        sessions.reduce((n, s) => n + s.turns.length, 0),
-      );
-      const run = await runSessions({
-        condition: policy.name,
+        policy.name,
         sessions,
-        concurrency: CONCURRENCY,
-        pool: target.pool,
-        timeScale: target.timeScale,
-        stream: true,
-        tierHint: "small",
-        onRecord: (r) => options.progress.tick(!r.ok),
-      });
-      options.progress.done();
+        CONCURRENCY,
+        target,
+        options.progress,
+      );
       records.push(...run);
       results.push({ name: policy.name, label: policy.label, ...analyze(run, target.timeScale) });
     } finally {
