@@ -9,7 +9,7 @@ import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock, systemClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
 import { GatewayMetrics } from "../../src/metrics/gateway-metrics.js";
-import { engines, freshCopy, gc, machine, median, newSessionId } from "./common.js";
+import { BENCH_HASH_KEY, engines, freshCopy, gc, machine, median, newSessionId } from "./common.js";
 
 const CALLS = 1 << 20;
 let sink = 0;
@@ -134,7 +134,7 @@ for (const [label, clock, recorder] of [
   ],
 ] as const) {
   const scheduler = new AffinityScheduler({
-    store: new StickyTable(1_000_000),
+    store: new StickyTable(1_000_000, BENCH_HASH_KEY),
     clock,
     balancer: createBalancer("least_inflight", new SeededRandom(1)),
     recorder: recorder ?? { hit() {}, miss() {}, broken() {} },

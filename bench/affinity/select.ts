@@ -19,7 +19,7 @@ import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { systemClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
 import { GatewayMetrics } from "../../src/metrics/gateway-metrics.js";
-import { engines, freshCopy, gc, machine, median, newSessionId } from "./common.js";
+import { BENCH_HASH_KEY, engines, freshCopy, gc, machine, median, newSessionId } from "./common.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -91,7 +91,7 @@ function measure(
 
 function hitPath(backendCount: number, workingSet: number): Result {
   const candidates = engines(backendCount);
-  const subject = scheduler(new StickyTable(Math.max(workingSet, 1_000_000)));
+  const subject = scheduler(new StickyTable(Math.max(workingSet, 1_000_000), BENCH_HASH_KEY));
   const bound = Array.from({ length: workingSet }, newSessionId);
   for (const id of bound) subject.selectBackend(id, "small", candidates);
   const random = new SeededRandom(backendCount);
@@ -100,7 +100,7 @@ function hitPath(backendCount: number, workingSet: number): Result {
 
 function missPath(backendCount: number, capacity: number): Result {
   const candidates = engines(backendCount);
-  const subject = scheduler(new StickyTable(capacity));
+  const subject = scheduler(new StickyTable(capacity, BENCH_HASH_KEY));
   for (let i = 0; i < capacity; i++) subject.selectBackend(newSessionId(), "small", candidates);
   return measure(subject, newSessionId, candidates, false);
 }

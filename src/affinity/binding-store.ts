@@ -1,4 +1,5 @@
 // The interface of the sticky-binding table (session -> backend), so a shared store can replace the local one.
+import type { Hash64 } from "./hash.js";
 
 /** The session had a binding, but it lapsed (TTL passed without activity). Reported by get(), never bound. */
 export const EXPIRED: unique symbol = Symbol("binding expired");
@@ -15,8 +16,13 @@ export interface BindingStore {
   readonly evictions: number;
   /** Looks a session up without refreshing it; an expired binding is never returned as live. */
   get(sessionId: string, nowMs: number): BindingLookup;
-  /** Binds, rebinds or refreshes a session until `expiresAtMs`, making it the most recently used. */
-  set(sessionId: string, backendId: string, expiresAtMs: number, nowMs: number): void;
+  /**
+   * Binds or rebinds a session until `expiresAtMs`, making it the most recently used. `placement` is the
+   * session's rendezvous hash, kept so that moveSessions() can re-place bindings without their ids.
+   */
+  bind(sessionId: string, placement: Hash64, backendId: string, expiresAtMs: number, nowMs: number): void;
+  /** Extends a live binding until `expiresAtMs` and makes it the most recently used (the hit path). */
+  refresh(sessionId: string, expiresAtMs: number): void;
   /** Forgets a session entirely. */
   delete(sessionId: string): void;
   /** Breaks the session's binding if (and only if) it is live and points at `backendId`; true if it did. */
@@ -25,8 +31,16 @@ export interface BindingStore {
   breakBackend(backendId: string, nowMs: number): number;
   /** Live-or-unreclaimed bindings that point at `backendId`. */
   countFor(backendId: string): number;
-  /** Calls `visit` for each live binding of `backendId` (the visitor must not modify the store). */
-  forEachSession(backendId: string, nowMs: number, visit: (sessionId: string) => void): void;
+  /**
+   * Rebinds to `toBackendId` each live binding of `fromBackendId` whose placement hash `shouldMove` accepts,
+   * keeping its expiry and recency (a move is not a use); returns how many moved.
+   */
+  moveSessions(
+    fromBackendId: string,
+    toBackendId: string,
+    nowMs: number,
+    shouldMove: (placement: Hash64) => boolean,
+  ): number;
   /** Forgets every session. */
   clear(): void;
   /** Reclaims up to `maxEntries` expired bindings, oldest first, without scanning live ones; returns how many. */

@@ -2,6 +2,7 @@
 import type { Clock } from "../core/clock.js";
 import type { Balancer } from "./balancers.js";
 import { BROKEN, EXPIRED, type BindingStore } from "./binding-store.js";
+import type { Hash64 } from "./hash.js";
 import { hashSession, rendezvousRanking, rendezvousWinner, type RendezvousCandidate } from "./rendezvous.js";
 
 /** up: takes new sessions; draining: keeps its pinned sessions, takes no new ones; down: takes nothing. */
@@ -111,7 +112,7 @@ export class AffinityScheduler {
       if (pinned === undefined) {
         reason = "rebind_tier_changed";
       } else if (pinned.state !== "down" && !exclude.has(pinned.id)) {
-        this.store.set(sessionId, pinned.id, nowMs + this.ttlMs, nowMs);
+        this.store.refresh(sessionId, nowMs + this.ttlMs);
         this.recorder.hit(tier);
         return { backend: pinned, affinityHit: true, reason: "affinity_hit" };
       } else if (this.store.breakBinding(sessionId, pinned.id, nowMs)) {
@@ -126,13 +127,10 @@ export class AffinityScheduler {
       reason = "rebind_backend_down";
     }
 
-    const winner = rendezvousWinner(
-      hashSession(sessionId),
-      candidates,
-      (c) => c.state === "up" && !exclude.has(c.id),
-    );
+    const placement = hashSession(sessionId);
+    const winner = rendezvousWinner(placement, candidates, (c) => c.state === "up" && !exclude.has(c.id));
     if (winner === undefined) return undefined;
-    this.store.set(sessionId, winner.id, nowMs + this.ttlMs, nowMs);
+    this.store.bind(sessionId, placement, winner.id, nowMs + this.ttlMs, nowMs);
     this.recorder.miss(tier);
     return { backend: winner, affinityHit: false, reason };
   }
@@ -176,16 +174,14 @@ export class AffinityScheduler {
   onBackendUp<T extends SchedulingCandidate>(backendId: string, tierCandidates: readonly T[]): number {
     if (!this.rebalanceOnRecovery || this.ttlMs <= 0) return 0;
     const nowMs = this.clock.nowMs();
-    const moving: string[] = [];
+    const winsHere = (placement: Hash64) =>
+      rendezvousWinner(placement, tierCandidates, (c) => c.state === "up")?.id === backendId;
+    let moved = 0;
     for (const other of tierCandidates) {
-      if (other.id === backendId) continue;
-      this.store.forEachSession(other.id, nowMs, (sessionId) => {
-        const winner = rendezvousWinner(hashSession(sessionId), tierCandidates, (c) => c.state === "up");
-        if (winner?.id === backendId) moving.push(sessionId);
-      });
+      if (other.id !== backendId)
+        moved += this.store.moveSessions(other.id, backendId, nowMs, winsHere);
     }
-    for (const sessionId of moving) this.store.set(sessionId, backendId, nowMs + this.ttlMs, nowMs);
-    return moving.length;
+    return moved;
   }
 }
 

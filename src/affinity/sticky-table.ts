@@ -1,32 +1,58 @@
-// The in-process sticky-binding table: bounded, LRU-evicting, with an index per backend, in flat typed arrays.
+// The in-process sticky-binding table: bounded, LRU-evicting, with an index per backend, all in typed arrays.
 //
-// Layout: a Map from session id to a slot number, and one typed array per field, indexed by slot. Slots sit
-// on two intrusive doubly linked lists: the recency list (eviction, expiry reclaim) and their backend's list
-// (so breaking a backend's bindings walks only those). This costs ~35 bytes per binding beyond the Map entry
-// and the key string, where an object per binding plus a Set per backend would cost several times that.
+// Layout. One 48-byte record per binding in a single ArrayBuffer (expiry, the session's keyed hash, its
+// placement hash, backend, and the links of two intrusive doubly linked lists: the recency list for eviction
+// and expiry reclaim, and its backend's list so breaking a backend's bindings walks only those). An
+// open-addressing index (linear probing, at most half full, backward-shift deletion so churn never grows
+// or degrades it) maps the keyed hash to a record. A lookup reads one index bucket and one record; nothing
+// lives on the V8 heap per binding, so 1,000,000 bindings take ~64 MB and no garbage is made at any rate.
+//
+// Identity. A session is known by a 64-bit keyed hash of its id (see keyed-hash.ts), not by the id itself:
+// the id strings would cost more than everything else together. Two live ids with the same 64-bit hash are
+// astronomically unlikely (~3e-8 among 1,000,000 live sessions) and could not be forced by a client without
+// the per-process key; even then the only effect is a session starting on another's engine with a cold cache.
 import { BROKEN, EXPIRED, type BindingLookup, type BindingStore } from "./binding-store.js";
+import type { Hash64 } from "./hash.js";
+import { KeyedHasher } from "./keyed-hash.js";
 
 const NONE = -1;
-/** backendIndex value of a slot whose binding was broken (kept so the next request can say why it moved). */
+/** The backend field of a record whose binding was broken (kept so the next request can say why it moved). */
 const TOMBSTONE = 0xffff;
 const MAX_BACKENDS = TOMBSTONE; // indices 0..65534
 const INITIAL_SLOTS = 1024;
 /** Expired bindings reclaimed on each insert: enough to keep up with any arrival rate, bounded per call. */
 const RECLAIM_PER_INSERT = 4;
 
+// Record fields, in 32-bit words. The expiry (a float64) takes words 0-1; the hit path touches words 0-6.
+const RECORD_WORDS = 12;
+const EXPIRY_F64 = 0; // index into the Float64Array view: record * 6
+const KEY_LO = 2;
+const BACKEND = 3;
+const RECENCY_PREV = 4;
+const RECENCY_NEXT = 5; // also the free list's link
+const KEY_HI = 6;
+const PLACEMENT_HI = 7;
+const PLACEMENT_LO = 8;
+const BACKEND_PREV = 9;
+const BACKEND_NEXT = 10;
+
 export class StickyTable implements BindingStore {
-  private readonly slotBySession = new Map<string, number>();
-  private sessionBySlot: (string | undefined)[] = [];
-  private backendIndex: Uint16Array;
-  private expiresAtMs: Float64Array;
-  private recencyPrev: Int32Array;
-  private recencyNext: Int32Array;
-  private backendPrev: Int32Array;
-  private backendNext: Int32Array;
+  private readonly hasher: KeyedHasher;
+  // The last id hashed, so the refresh or bind that follows a get() of the same id does not hash it again.
+  private lastId: string | undefined;
+  private lastHi = 0;
+  private lastLo = 0;
+
+  private words: Int32Array;
+  private expiries: Float64Array;
+  /** Bucket i: words 2i (record + 1, 0 = empty) and 2i + 1 (the record's KEY_HI, so probing skips records). */
+  private buckets: Int32Array;
+  private bucketMask: number;
   private capacity: number;
-  private used = 0; // slots ever handed out (the free list holds returned ones)
+  private count = 0;
+  private used = 0; // records ever handed out (the free list holds returned ones)
   private freeHead = NONE;
-  /** Most recently used slot; its tail end holds the oldest. */
+  /** Most recently used record; the tail end holds the oldest. */
   private recencyHead = NONE;
   private recencyTail = NONE;
 
@@ -36,19 +62,22 @@ export class StickyTable implements BindingStore {
   private readonly backendCount: number[] = [];
   private evicted = 0;
 
-  constructor(readonly maxBindings: number) {
+  /** `hashKey`: two 32-bit words of secret randomness, fixed for the table's life (see keyed-hash.ts). */
+  constructor(
+    readonly maxBindings: number,
+    hashKey: readonly [number, number],
+  ) {
     if (!Number.isInteger(maxBindings) || maxBindings < 1) throw new RangeError("maxBindings must be >= 1");
+    this.hasher = new KeyedHasher(hashKey);
     this.capacity = Math.min(INITIAL_SLOTS, maxBindings);
-    this.backendIndex = new Uint16Array(this.capacity);
-    this.expiresAtMs = new Float64Array(this.capacity);
-    this.recencyPrev = new Int32Array(this.capacity);
-    this.recencyNext = new Int32Array(this.capacity);
-    this.backendPrev = new Int32Array(this.capacity);
-    this.backendNext = new Int32Array(this.capacity);
+    this.words = new Int32Array(this.capacity * RECORD_WORDS);
+    this.expiries = new Float64Array(this.words.buffer);
+    this.buckets = new Int32Array(2 * bucketCountFor(this.capacity));
+    this.bucketMask = bucketCountFor(this.capacity) - 1;
   }
 
   get size(): number {
-    return this.slotBySession.size;
+    return this.count;
   }
 
   get evictions(): number {
@@ -56,50 +85,59 @@ export class StickyTable implements BindingStore {
   }
 
   get(sessionId: string, nowMs: number): BindingLookup {
-    const slot = this.slotBySession.get(sessionId);
-    if (slot === undefined) return undefined;
-    const backend = this.backendIndex[slot]!;
+    const record = this.find(sessionId);
+    if (record === NONE) return undefined;
+    const backend = this.words[record * RECORD_WORDS + BACKEND]!;
     if (backend === TOMBSTONE) return BROKEN;
-    if (this.expiresAtMs[slot]! <= nowMs) return EXPIRED;
+    if (this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64]! <= nowMs) return EXPIRED;
     return this.backendIds[backend];
   }
 
-  set(sessionId: string, backendId: string, expiresAtMs: number, nowMs: number): void {
+  bind(sessionId: string, placement: Hash64, backendId: string, expiresAtMs: number, nowMs: number): void {
     const backend = this.backendIndexOf(backendId);
-    let slot = this.slotBySession.get(sessionId);
-    if (slot === undefined) {
+    let record = this.find(sessionId);
+    if (record === NONE) {
       this.sweep(nowMs, RECLAIM_PER_INSERT);
-      slot = this.allocateSlot();
-      this.slotBySession.set(sessionId, slot);
-      this.sessionBySlot[slot] = sessionId;
-      this.linkBackend(slot, backend);
-      this.linkRecencyHead(slot);
+      record = this.allocate();
+      const base = record * RECORD_WORDS;
+      this.words[base + KEY_HI] = this.lastHi;
+      this.words[base + KEY_LO] = this.lastLo;
+      this.words[base + PLACEMENT_HI] = placement.hi;
+      this.words[base + PLACEMENT_LO] = placement.lo;
+      this.insertIntoIndex(record);
+      this.linkBackend(record, backend);
+      this.linkRecencyHead(record);
+      this.count++;
     } else {
-      const current = this.backendIndex[slot]!;
+      const current = this.words[record * RECORD_WORDS + BACKEND]!;
       if (current !== backend) {
-        if (current !== TOMBSTONE) this.unlinkBackend(slot);
-        this.linkBackend(slot, backend);
+        if (current !== TOMBSTONE) this.unlinkBackend(record);
+        this.linkBackend(record, backend);
       }
-      if (this.recencyHead !== slot) {
-        this.unlinkRecency(slot);
-        this.linkRecencyHead(slot);
-      }
+      this.moveToRecencyHead(record);
     }
-    this.expiresAtMs[slot] = expiresAtMs;
+    this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64] = expiresAtMs;
+  }
+
+  refresh(sessionId: string, expiresAtMs: number): void {
+    const record = this.find(sessionId);
+    if (record === NONE || this.words[record * RECORD_WORDS + BACKEND] === TOMBSTONE) return;
+    this.moveToRecencyHead(record);
+    this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64] = expiresAtMs;
   }
 
   delete(sessionId: string): void {
-    const slot = this.slotBySession.get(sessionId);
-    if (slot !== undefined) this.releaseSlot(slot);
+    const record = this.find(sessionId);
+    if (record !== NONE) this.release(record);
   }
 
   breakBinding(sessionId: string, backendId: string, nowMs: number): boolean {
-    const slot = this.slotBySession.get(sessionId);
-    if (slot === undefined) return false;
+    const record = this.find(sessionId);
+    if (record === NONE) return false;
     const backend = this.indexByBackend.get(backendId);
-    if (backend === undefined || this.backendIndex[slot] !== backend) return false;
-    if (this.expiresAtMs[slot]! <= nowMs) return false;
-    this.unlinkBackend(slot);
+    if (backend === undefined || this.words[record * RECORD_WORDS + BACKEND] !== backend) return false;
+    if (this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64]! <= nowMs) return false;
+    this.unlinkBackend(record);
     return true;
   }
 
@@ -107,16 +145,16 @@ export class StickyTable implements BindingStore {
     const backend = this.indexByBackend.get(backendId);
     if (backend === undefined) return 0;
     let broken = 0;
-    let slot = this.backendHead[backend]!;
-    while (slot !== NONE) {
-      const next = this.backendNext[slot]!;
-      if (this.expiresAtMs[slot]! <= nowMs) {
-        this.releaseSlot(slot); // lapsed already: not a binding the outage broke
+    let record = this.backendHead[backend]!;
+    while (record !== NONE) {
+      const next = this.words[record * RECORD_WORDS + BACKEND_NEXT]!;
+      if (this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64]! <= nowMs) {
+        this.release(record); // lapsed already: not a binding the outage broke
       } else {
-        this.unlinkBackend(slot);
+        this.unlinkBackend(record);
         broken++;
       }
-      slot = next;
+      record = next;
     }
     return broken;
   }
@@ -126,17 +164,34 @@ export class StickyTable implements BindingStore {
     return backend === undefined ? 0 : this.backendCount[backend]!;
   }
 
-  forEachSession(backendId: string, nowMs: number, visit: (sessionId: string) => void): void {
-    const backend = this.indexByBackend.get(backendId);
-    if (backend === undefined) return;
-    for (let slot = this.backendHead[backend]!; slot !== NONE; slot = this.backendNext[slot]!) {
-      if (this.expiresAtMs[slot]! > nowMs) visit(this.sessionBySlot[slot]!);
+  moveSessions(
+    fromBackendId: string,
+    toBackendId: string,
+    nowMs: number,
+    shouldMove: (placement: Hash64) => boolean,
+  ): number {
+    const from = this.indexByBackend.get(fromBackendId);
+    if (from === undefined || fromBackendId === toBackendId) return 0;
+    const to = this.backendIndexOf(toBackendId);
+    const moving: number[] = []; // decided first: relinking while walking the list would lose its thread
+    for (let record = this.backendHead[from]!; record !== NONE; ) {
+      const base = record * RECORD_WORDS;
+      const placement = { hi: this.words[base + PLACEMENT_HI]! >>> 0, lo: this.words[base + PLACEMENT_LO]! >>> 0 };
+      if (this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64]! > nowMs && shouldMove(placement)) {
+        moving.push(record);
+      }
+      record = this.words[base + BACKEND_NEXT]!;
     }
+    for (const record of moving) {
+      this.unlinkBackend(record);
+      this.linkBackend(record, to);
+    }
+    return moving.length;
   }
 
   clear(): void {
-    this.slotBySession.clear();
-    this.sessionBySlot = [];
+    this.buckets.fill(0);
+    this.count = 0;
     this.used = 0;
     this.freeHead = NONE;
     this.recencyHead = NONE;
@@ -153,12 +208,61 @@ export class StickyTable implements BindingStore {
     while (
       reclaimed < maxEntries &&
       this.recencyTail !== NONE &&
-      this.expiresAtMs[this.recencyTail]! <= nowMs
+      this.expiries[this.recencyTail * (RECORD_WORDS / 2) + EXPIRY_F64]! <= nowMs
     ) {
-      this.releaseSlot(this.recencyTail);
+      this.release(this.recencyTail);
       reclaimed++;
     }
     return reclaimed;
+  }
+
+  /** The record of a session id, or NONE; leaves the id's keyed hash in lastHi/lastLo. */
+  private find(sessionId: string): number {
+    if (sessionId !== this.lastId) {
+      this.hasher.hash(sessionId);
+      this.lastId = sessionId;
+      this.lastHi = this.hasher.hi;
+      this.lastLo = this.hasher.lo;
+    }
+    const hi = this.lastHi;
+    const lo = this.lastLo;
+    const buckets = this.buckets;
+    const mask = this.bucketMask;
+    for (let bucket = hi & mask; ; bucket = (bucket + 1) & mask) {
+      const entry = buckets[2 * bucket]!;
+      if (entry === 0) return NONE;
+      if (buckets[2 * bucket + 1] === hi && this.words[(entry - 1) * RECORD_WORDS + KEY_LO] === lo) {
+        return entry - 1;
+      }
+    }
+  }
+
+  private insertIntoIndex(record: number): void {
+    const hi = this.words[record * RECORD_WORDS + KEY_HI]!;
+    const buckets = this.buckets;
+    const mask = this.bucketMask;
+    let bucket = hi & mask;
+    while (buckets[2 * bucket] !== 0) bucket = (bucket + 1) & mask;
+    buckets[2 * bucket] = record + 1;
+    buckets[2 * bucket + 1] = hi;
+  }
+
+  /** Backward-shift deletion: later entries of the probe run move up, so no tombstones ever accumulate. */
+  private removeFromIndex(record: number): void {
+    const buckets = this.buckets;
+    const mask = this.bucketMask;
+    let hole = this.words[record * RECORD_WORDS + KEY_HI]! & mask;
+    while (buckets[2 * hole] !== record + 1) hole = (hole + 1) & mask;
+    for (let next = (hole + 1) & mask; buckets[2 * next] !== 0; next = (next + 1) & mask) {
+      const home = buckets[2 * next + 1]! & mask;
+      // The entry may fill the hole only if its home is not between the hole and where it sits now.
+      if (((next - home) & mask) >= ((next - hole) & mask)) {
+        buckets[2 * hole] = buckets[2 * next]!;
+        buckets[2 * hole + 1] = buckets[2 * next + 1]!;
+        hole = next;
+      }
+    }
+    buckets[2 * hole] = 0;
   }
 
   private backendIndexOf(backendId: string): number {
@@ -174,11 +278,11 @@ export class StickyTable implements BindingStore {
     return index;
   }
 
-  private allocateSlot(): number {
+  private allocate(): number {
     if (this.freeHead !== NONE) {
-      const slot = this.freeHead;
-      this.freeHead = this.recencyNext[slot]!;
-      return slot;
+      const record = this.freeHead;
+      this.freeHead = this.words[record * RECORD_WORDS + RECENCY_NEXT]!;
+      return record;
     }
     if (this.used < this.capacity) return this.used++;
     if (this.capacity < this.maxBindings) {
@@ -186,72 +290,85 @@ export class StickyTable implements BindingStore {
       return this.used++;
     }
     // Full: the least recently used binding makes room.
-    const victim = this.recencyTail;
-    this.releaseSlot(victim);
+    this.release(this.recencyTail);
     this.evicted++;
-    return this.allocateSlot();
+    return this.allocate();
   }
 
-  private releaseSlot(slot: number): void {
-    this.slotBySession.delete(this.sessionBySlot[slot]!);
-    this.sessionBySlot[slot] = undefined;
-    if (this.backendIndex[slot] !== TOMBSTONE) this.unlinkBackend(slot);
-    this.unlinkRecency(slot);
-    this.recencyNext[slot] = this.freeHead;
-    this.freeHead = slot;
+  private release(record: number): void {
+    this.removeFromIndex(record);
+    if (this.words[record * RECORD_WORDS + BACKEND] !== TOMBSTONE) this.unlinkBackend(record);
+    this.unlinkRecency(record);
+    this.words[record * RECORD_WORDS + RECENCY_NEXT] = this.freeHead;
+    this.freeHead = record;
+    this.count--;
   }
 
+  /** Called only when every record is in use, so every record goes into the new index. */
   private grow(capacity: number): void {
-    const widen = <T extends Uint16Array | Float64Array | Int32Array>(old: T, make: (n: number) => T): T => {
-      const next = make(capacity);
-      next.set(old);
-      return next;
-    };
-    this.backendIndex = widen(this.backendIndex, (n) => new Uint16Array(n));
-    this.expiresAtMs = widen(this.expiresAtMs, (n) => new Float64Array(n));
-    this.recencyPrev = widen(this.recencyPrev, (n) => new Int32Array(n));
-    this.recencyNext = widen(this.recencyNext, (n) => new Int32Array(n));
-    this.backendPrev = widen(this.backendPrev, (n) => new Int32Array(n));
-    this.backendNext = widen(this.backendNext, (n) => new Int32Array(n));
+    const words = new Int32Array(capacity * RECORD_WORDS);
+    words.set(this.words);
+    this.words = words;
+    this.expiries = new Float64Array(words.buffer);
+    this.buckets = new Int32Array(2 * bucketCountFor(capacity));
+    this.bucketMask = bucketCountFor(capacity) - 1;
+    for (let record = 0; record < this.used; record++) this.insertIntoIndex(record);
     this.capacity = capacity;
   }
 
-  private linkRecencyHead(slot: number): void {
-    this.recencyPrev[slot] = NONE;
-    this.recencyNext[slot] = this.recencyHead;
-    if (this.recencyHead !== NONE) this.recencyPrev[this.recencyHead] = slot;
-    this.recencyHead = slot;
-    if (this.recencyTail === NONE) this.recencyTail = slot;
+  private moveToRecencyHead(record: number): void {
+    if (this.recencyHead === record) return;
+    this.unlinkRecency(record);
+    this.linkRecencyHead(record);
   }
 
-  private unlinkRecency(slot: number): void {
-    const prev = this.recencyPrev[slot]!;
-    const next = this.recencyNext[slot]!;
-    if (prev !== NONE) this.recencyNext[prev] = next;
+  private linkRecencyHead(record: number): void {
+    const base = record * RECORD_WORDS;
+    this.words[base + RECENCY_PREV] = NONE;
+    this.words[base + RECENCY_NEXT] = this.recencyHead;
+    if (this.recencyHead !== NONE) this.words[this.recencyHead * RECORD_WORDS + RECENCY_PREV] = record;
+    this.recencyHead = record;
+    if (this.recencyTail === NONE) this.recencyTail = record;
+  }
+
+  private unlinkRecency(record: number): void {
+    const base = record * RECORD_WORDS;
+    const prev = this.words[base + RECENCY_PREV]!;
+    const next = this.words[base + RECENCY_NEXT]!;
+    if (prev !== NONE) this.words[prev * RECORD_WORDS + RECENCY_NEXT] = next;
     else this.recencyHead = next;
-    if (next !== NONE) this.recencyPrev[next] = prev;
+    if (next !== NONE) this.words[next * RECORD_WORDS + RECENCY_PREV] = prev;
     else this.recencyTail = prev;
   }
 
-  private linkBackend(slot: number, backend: number): void {
-    this.backendIndex[slot] = backend;
+  private linkBackend(record: number, backend: number): void {
+    const base = record * RECORD_WORDS;
     const head = this.backendHead[backend]!;
-    this.backendPrev[slot] = NONE;
-    this.backendNext[slot] = head;
-    if (head !== NONE) this.backendPrev[head] = slot;
-    this.backendHead[backend] = slot;
+    this.words[base + BACKEND] = backend;
+    this.words[base + BACKEND_PREV] = NONE;
+    this.words[base + BACKEND_NEXT] = head;
+    if (head !== NONE) this.words[head * RECORD_WORDS + BACKEND_PREV] = record;
+    this.backendHead[backend] = record;
     this.backendCount[backend]!++;
   }
 
-  /** Takes the slot off its backend's list and leaves a tombstone (the caller may then relink or release). */
-  private unlinkBackend(slot: number): void {
-    const backend = this.backendIndex[slot]!;
-    const prev = this.backendPrev[slot]!;
-    const next = this.backendNext[slot]!;
-    if (prev !== NONE) this.backendNext[prev] = next;
+  /** Takes the record off its backend's list and leaves a tombstone (the caller may then relink or release). */
+  private unlinkBackend(record: number): void {
+    const base = record * RECORD_WORDS;
+    const backend = this.words[base + BACKEND]!;
+    const prev = this.words[base + BACKEND_PREV]!;
+    const next = this.words[base + BACKEND_NEXT]!;
+    if (prev !== NONE) this.words[prev * RECORD_WORDS + BACKEND_NEXT] = next;
     else this.backendHead[backend] = next;
-    if (next !== NONE) this.backendPrev[next] = prev;
+    if (next !== NONE) this.words[next * RECORD_WORDS + BACKEND_PREV] = prev;
     this.backendCount[backend]!--;
-    this.backendIndex[slot] = TOMBSTONE;
+    this.words[base + BACKEND] = TOMBSTONE;
   }
+}
+
+/** Buckets for `capacity` records: a power of two at least twice as many, so probe runs stay short. */
+function bucketCountFor(capacity: number): number {
+  let buckets = 2;
+  while (buckets < 2 * capacity) buckets *= 2;
+  return buckets;
 }

@@ -1,4 +1,5 @@
 // Builds a running gateway from a config: wires registry, scheduler, health, slots, pools, metrics and HTTP.
+import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { pino, type Logger } from "pino";
@@ -30,6 +31,14 @@ export interface GatewayOptions {
   loadConfig?: () => Promise<GatewayConfig>;
   /** Overrides config.server for tests: listen on this host/port (0 = OS-assigned). */
   listen?: { host: string; port: number };
+  /** The sticky table's secret hash key (two 32-bit words); a fresh random one per process by default. */
+  bindingHashKey?: readonly [number, number];
+}
+
+/** Unpredictable to clients, so they cannot craft session ids that collide in the table's index. */
+function randomHashKey(): [number, number] {
+  const bytes = randomBytes(8);
+  return [bytes.readInt32LE(0), bytes.readInt32LE(4)];
 }
 
 /** Expired bindings are reclaimed in the background too, so an idle gateway's table shrinks. */
@@ -108,7 +117,7 @@ export class Gateway {
     });
     const random = options.random ?? new SeededRandom(0x5eed);
     this.random = random;
-    const store = new StickyTable(config.affinity.max_bindings);
+    const store = new StickyTable(config.affinity.max_bindings, options.bindingHashKey ?? randomHashKey());
     this.store = store;
     const metrics = new GatewayMetrics({
       backends: () =>

@@ -104,6 +104,9 @@ export function sessionIds(count: number, seed = 1): readonly string[] {
   return ids;
 }
 
+/** A fixed sticky-table hash key, so test runs replay exactly (the gateway draws a random one). */
+export const TEST_HASH_KEY: readonly [number, number] = [0x243f6a88, 0x85a308d3];
+
 export interface Harness {
   scheduler: AffinityScheduler;
   store: StickyTable;
@@ -114,7 +117,7 @@ export interface Harness {
 export function harness(
   options: { ttlSeconds?: number; rebalance?: boolean; maxBindings?: number; seed?: number } = {},
 ): Harness {
-  const store = new StickyTable(options.maxBindings ?? 100_000);
+  const store = new StickyTable(options.maxBindings ?? 100_000, TEST_HASH_KEY);
   const clock = new ManualClock(1_000_000);
   const recorder = new CountingRecorder();
   const scheduler = new AffinityScheduler({

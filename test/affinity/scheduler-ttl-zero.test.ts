@@ -7,7 +7,7 @@ import { AffinityScheduler } from "../../src/affinity/scheduler.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
-import { candidate, candidates, CountingRecorder, type TestCandidate } from "./helpers.js";
+import { candidate, candidates, CountingRecorder, TEST_HASH_KEY, type TestCandidate } from "./helpers.js";
 
 // Every rendezvous entry point the scheduler could use, wrapped in spies that still call through.
 vi.mock("../../src/affinity/rendezvous.js", async (importOriginal) => {
@@ -33,7 +33,8 @@ function untouchableStore(): BindingStore & { calls: string[] } {
     size: 0,
     evictions: 0,
     get: refuse("get"),
-    set: refuse("set"),
+    bind: refuse("bind"),
+    refresh: refuse("refresh"),
     delete: refuse("delete"),
     breakBinding: refuse("breakBinding"),
     breakBackend: () => {
@@ -41,7 +42,7 @@ function untouchableStore(): BindingStore & { calls: string[] } {
       return 0;
     },
     countFor: () => 0,
-    forEachSession: refuse("forEachSession"),
+    moveSessions: refuse("moveSessions"),
     sweep: refuse("sweep"),
     clear: refuse("clear"),
   };
@@ -96,7 +97,7 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
     scheduler.configure(1800, false, createBalancer("least_inflight", new SeededRandom(1)));
     expect(() => scheduler.selectBackend("s", "small", candidates(2))).toThrow(/store\.get/);
     const enabled = new AffinityScheduler({
-      store: new StickyTable(8),
+      store: new StickyTable(8, TEST_HASH_KEY),
       clock: new ManualClock(0),
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: new CountingRecorder(),

@@ -10,6 +10,7 @@ import {
   CountingRecorder,
   harness,
   sessionIds,
+  TEST_HASH_KEY,
   type TestCandidate,
 } from "./helpers.js";
 
@@ -385,7 +386,7 @@ describe("AffinityScheduler: backend recovery", () => {
 
 describe("AffinityScheduler: wiring", () => {
   it("works against any BindingStore and clock it is given", () => {
-    const store = new StickyTable(10);
+    const store = new StickyTable(10, TEST_HASH_KEY);
     const clock = new ManualClock(0);
     const recorder = new CountingRecorder();
     const scheduler = new AffinityScheduler({

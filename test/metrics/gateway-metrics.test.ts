@@ -5,7 +5,7 @@ import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
 import { GatewayMetrics, type BackendSnapshot, type GaugeSource } from "../../src/metrics/gateway-metrics.js";
-import { candidates } from "../affinity/helpers.js";
+import { candidates, TEST_HASH_KEY } from "../affinity/helpers.js";
 
 type FakeBackend = Omit<BackendSnapshot, "engineLoad"> & Partial<Pick<BackendSnapshot, "engineLoad">>;
 
@@ -204,7 +204,7 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
     const metrics = new GatewayMetrics(fakeSource([]));
     metrics.initTiers(["small"]);
     const scheduler = new AffinityScheduler({
-      store: new StickyTable(100),
+      store: new StickyTable(100, TEST_HASH_KEY),
       clock: new ManualClock(0),
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: metrics,
