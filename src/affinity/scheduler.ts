@@ -178,8 +178,7 @@ export class AffinityScheduler {
       rendezvousWinner(placement, tierCandidates, (c) => c.state === "up")?.id === backendId;
     let moved = 0;
     for (const other of tierCandidates) {
-      if (other.id !== backendId)
-        moved += this.store.moveSessions(other.id, backendId, nowMs, winsHere);
+      if (other.id !== backendId) moved += this.store.moveSessions(other.id, backendId, nowMs, winsHere);
     }
     return moved;
   }

@@ -174,9 +174,12 @@ export class StickyTable implements BindingStore {
     if (from === undefined || fromBackendId === toBackendId) return 0;
     const to = this.backendIndexOf(toBackendId);
     const moving: number[] = []; // decided first: relinking while walking the list would lose its thread
-    for (let record = this.backendHead[from]!; record !== NONE; ) {
+    for (let record = this.backendHead[from]!; record !== NONE;) {
       const base = record * RECORD_WORDS;
-      const placement = { hi: this.words[base + PLACEMENT_HI]! >>> 0, lo: this.words[base + PLACEMENT_LO]! >>> 0 };
+      const placement = {
+        hi: this.words[base + PLACEMENT_HI]! >>> 0,
+        lo: this.words[base + PLACEMENT_LO]! >>> 0,
+      };
       if (this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64]! > nowMs && shouldMove(placement)) {
         moving.push(record);
       }

@@ -280,7 +280,11 @@ describe("StickyTable index under churn", () => {
     set(table, "\u0000\u0001", "bytes", 100, 0);
     set(table, "session-a", "b1", 100, 0);
     expect(table.get("session-b", 0)).toBeUndefined();
-    expect(["\u0100", "\u0000\u0001", "session-a"].map((id) => table.get(id, 0))).toEqual(["wide", "bytes", "b1"]);
+    expect(["\u0100", "\u0000\u0001", "session-a"].map((id) => table.get(id, 0))).toEqual([
+      "wide",
+      "bytes",
+      "b1",
+    ]);
   });
 });
 
@@ -466,7 +470,9 @@ describe("StickyTable against a reference model", () => {
               case "move": {
                 const pick = (p: Hash64) => (p.lo & 1) === step.parity;
                 const [from, to] = [BACKENDS[step.from]!, BACKENDS[step.to]!];
-                expect(table.moveSessions(from, to, nowMs, pick)).toBe(model.moveSessions(from, to, nowMs, pick));
+                expect(table.moveSessions(from, to, nowMs, pick)).toBe(
+                  model.moveSessions(from, to, nowMs, pick),
+                );
                 break;
               }
               case "delete":
