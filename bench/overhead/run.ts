@@ -3,8 +3,9 @@
 // Three processes: the engine, the gateway (built cli, log level info, its log lines to /dev/null) and this
 // client. Each scenario alternates rounds direct / through the gateway so that machine noise hits both
 // alike, then reports latency percentiles of each and the difference ("added"). With --pin (Linux
-// taskset), the client and the engine share CPU 0 and the gateway has CPU 1, as a gateway would have its
-// own core in production; without it, the three processes compete for the machine's cores.
+// taskset), this client has CPU 0 and the engine, the gateway and the floor proxy share CPU 1, so that a
+// request crosses between the two CPUs twice whether it goes direct or through a proxy (on a VM a wake-up
+// on the other CPU costs tens of microseconds); without it, the processes compete for the machine's cores.
 //
 //   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin]
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
@@ -138,7 +139,7 @@ async function main(): Promise<void> {
   if (pin) spawnSync("taskset", ["-cp", "0", String(process.pid)], { stdio: "ignore" });
   const engine = await spawnCli(
     ["sim", "--port", "0", "--profile", "instant", "--model", MODEL],
-    0,
+    1,
     /listening on (http:\/\/\S+)/,
   );
   const engineUrl = engine.match[1]!;
