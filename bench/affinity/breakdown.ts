@@ -5,6 +5,7 @@ import { createBalancer } from "../../src/affinity/balancers.js";
 import { hashString, pairUniform } from "../../src/affinity/hash.js";
 import { hashSession, rendezvousWinner } from "../../src/affinity/rendezvous.js";
 import { AffinityScheduler } from "../../src/affinity/scheduler.js";
+import { KeyedHasher } from "../../src/affinity/keyed-hash.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock, systemClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
@@ -49,6 +50,15 @@ time("hashString, 36-character id", () => {
   for (let i = 0; i < CALLS; i++) x += hashString(ids[i & 1023]!).lo;
   return x;
 });
+const keyed = new KeyedHasher(BENCH_HASH_KEY);
+time("KeyedHasher.hash (HalfSipHash-1-3), 36-character id", () => {
+  let x = 0;
+  for (let i = 0; i < CALLS; i++) {
+    keyed.hash(ids[i & 1023]!);
+    x += keyed.lo;
+  }
+  return x;
+});
 const sessions = ids.map(hashSession);
 const list16 = engines(16);
 time("pairUniform (one candidate)", () => {
@@ -76,30 +86,38 @@ for (const n of [4, 16, 64]) {
   );
 }
 
-// Map lookups of a fresh string object (a header value): V8 hashes it, then probes and compares contents.
-// The copies are made in batches outside the timer, as in select.ts.
+// Lookups of a fresh string object (a header value), in a V8 Map (hash, probe, compare contents) and in the
+// sticky table (keyed hash, one index bucket, one record). The copies are made in batches outside the timer.
 for (const size of [1_000, 1_000_000]) {
   const keys = Array.from({ length: size }, newSessionId);
   const map = new Map(keys.map((k, i) => [k, i]));
-  const random = new SeededRandom(size);
-  const copies = new Array<string>(512);
-  const results: number[] = [];
-  for (let run = 0; run < 9; run++) {
-    gc();
-    let elapsed = 0n;
-    let x = 0;
-    for (let done = 0; done < CALLS / 4; done += 512) {
-      for (let j = 0; j < 512; j++) copies[j] = freshCopy(keys[random.int(size)]!);
-      const start = process.hrtime.bigint();
-      for (let j = 0; j < 512; j++) x += map.get(copies[j]!)!;
-      elapsed += process.hrtime.bigint() - start;
+  const table = new StickyTable(size, BENCH_HASH_KEY);
+  for (const key of keys) table.bind(key, hashSession(key), "b", Number.MAX_VALUE, 0);
+  const lookups: [string, (key: string) => number][] = [
+    ["Map.get", (key) => map.get(key)!],
+    ["StickyTable.get", (key) => (table.get(key, 0) === "b" ? 1 : 0)],
+  ];
+  for (const [label, lookup] of lookups) {
+    const random = new SeededRandom(size);
+    const copies = new Array<string>(512);
+    const results: number[] = [];
+    for (let run = 0; run < 9; run++) {
+      gc();
+      let elapsed = 0n;
+      let x = 0;
+      for (let done = 0; done < CALLS / 4; done += 512) {
+        for (let j = 0; j < 512; j++) copies[j] = freshCopy(keys[random.int(size)]!);
+        const start = process.hrtime.bigint();
+        for (let j = 0; j < 512; j++) x += lookup(copies[j]!);
+        elapsed += process.hrtime.bigint() - start;
+      }
+      sink += x;
+      if (run >= 2) results.push(Number(elapsed) / (CALLS / 4));
     }
-    sink += x;
-    if (run >= 2) results.push(Number(elapsed) / (CALLS / 4));
+    console.log(
+      `| ${label} of a fresh 36-char string, ${size.toLocaleString("en-US")} entries | ${median(results).toFixed(1)} |`,
+    );
   }
-  console.log(
-    `| Map.get of a fresh 36-char string, ${size.toLocaleString("en-US")} entries | ${median(results).toFixed(1)} |`,
-  );
 }
 
 // Dependent loads over a random cycle: the price of a cache miss on this machine.
