@@ -25,7 +25,7 @@ const RECLAIM_PER_INSERT = 4;
 
 // Record fields, in 32-bit words. The expiry (a float64) takes words 0-1; the hit path touches words 0-6.
 const RECORD_WORDS = 12;
-const EXPIRY_F64 = 0; // index into the Float64Array view: record * 6
+const EXPIRY_F64 = 0; // in float64s from the record's start
 const KEY_LO = 2;
 const BACKEND = 3;
 const RECENCY_PREV = 4;
@@ -89,7 +89,7 @@ export class StickyTable implements BindingStore {
     if (record === NONE) return undefined;
     const backend = this.words[record * RECORD_WORDS + BACKEND]!;
     if (backend === TOMBSTONE) return BROKEN;
-    if (this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64]! <= nowMs) return EXPIRED;
+    if (this.expiries[expiryIndex(record)]! <= nowMs) return EXPIRED;
     return this.backendIds[backend];
   }
 
@@ -116,14 +116,14 @@ export class StickyTable implements BindingStore {
       }
       this.moveToRecencyHead(record);
     }
-    this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64] = expiresAtMs;
+    this.expiries[expiryIndex(record)] = expiresAtMs;
   }
 
   refresh(sessionId: string, expiresAtMs: number): void {
     const record = this.find(sessionId);
     if (record === NONE || this.words[record * RECORD_WORDS + BACKEND] === TOMBSTONE) return;
     this.moveToRecencyHead(record);
-    this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64] = expiresAtMs;
+    this.expiries[expiryIndex(record)] = expiresAtMs;
   }
 
   delete(sessionId: string): void {
@@ -136,7 +136,7 @@ export class StickyTable implements BindingStore {
     if (record === NONE) return false;
     const backend = this.indexByBackend.get(backendId);
     if (backend === undefined || this.words[record * RECORD_WORDS + BACKEND] !== backend) return false;
-    if (this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64]! <= nowMs) return false;
+    if (this.expiries[expiryIndex(record)]! <= nowMs) return false;
     this.unlinkBackend(record);
     return true;
   }
@@ -148,7 +148,7 @@ export class StickyTable implements BindingStore {
     let record = this.backendHead[backend]!;
     while (record !== NONE) {
       const next = this.words[record * RECORD_WORDS + BACKEND_NEXT]!;
-      if (this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64]! <= nowMs) {
+      if (this.expiries[expiryIndex(record)]! <= nowMs) {
         this.release(record); // lapsed already: not a binding the outage broke
       } else {
         this.unlinkBackend(record);
@@ -180,7 +180,7 @@ export class StickyTable implements BindingStore {
         hi: this.words[base + PLACEMENT_HI]! >>> 0,
         lo: this.words[base + PLACEMENT_LO]! >>> 0,
       };
-      if (this.expiries[record * (RECORD_WORDS / 2) + EXPIRY_F64]! > nowMs && shouldMove(placement)) {
+      if (this.expiries[expiryIndex(record)]! > nowMs && shouldMove(placement)) {
         moving.push(record);
       }
       record = this.words[base + BACKEND_NEXT]!;
@@ -211,7 +211,7 @@ export class StickyTable implements BindingStore {
     while (
       reclaimed < maxEntries &&
       this.recencyTail !== NONE &&
-      this.expiries[this.recencyTail * (RECORD_WORDS / 2) + EXPIRY_F64]! <= nowMs
+      this.expiries[expiryIndex(this.recencyTail)]! <= nowMs
     ) {
       this.release(this.recencyTail);
       reclaimed++;
@@ -367,6 +367,11 @@ export class StickyTable implements BindingStore {
     this.backendCount[backend]!--;
     this.words[base + BACKEND] = TOMBSTONE;
   }
+}
+
+/** Where a record's expiry sits in the Float64Array view of the records. */
+function expiryIndex(record: number): number {
+  return record * (RECORD_WORDS / 2) + EXPIRY_F64;
 }
 
 /** Buckets for `capacity` records: a power of two at least twice as many, so probe runs stay short. */

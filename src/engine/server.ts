@@ -2,7 +2,7 @@
 //
 // Request validation, error envelopes and response shapes are the simulator's (src/sim), which follow vLLM: the
 // gateway and its clients cannot tell the two engines apart by their answers, only by their timings.
-import type { ServerCounters } from "../sim/server.js";
+import { zeroCounters, type ServerCounters } from "../sim/server.js";
 import { writeJson } from "../core/write-json.js";
 import { answerInfoRoute, type InfoSource } from "../sim/info-routes.js";
 import { randomUUID } from "node:crypto";
@@ -41,16 +41,7 @@ export class EngineServer {
   private readonly sockets = new Set<Socket>();
   private readonly inflight = new Map<AbortController, Promise<unknown>>();
   private closing: Promise<void> | undefined;
-  readonly counters: EngineCounters = {
-    requestsReceived: 0,
-    requestsServed: 0,
-    requestsRejected: 0,
-    requestsFailed: 0,
-    requestsAborted: 0,
-    promptTokens: 0,
-    cachedTokens: 0,
-    completionTokens: 0,
-  };
+  readonly counters: EngineCounters = zeroCounters();
 
   constructor(
     private readonly engine: LlamaEngine,

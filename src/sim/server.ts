@@ -46,6 +46,20 @@ export interface ServerCounters {
   completionTokens: number;
 }
 
+/** Fresh counters, all zero (the simulated and the real engine server both start from these). */
+export function zeroCounters(): ServerCounters {
+  return {
+    requestsReceived: 0,
+    requestsServed: 0,
+    requestsRejected: 0,
+    requestsFailed: 0,
+    requestsAborted: 0,
+    promptTokens: 0,
+    cachedTokens: 0,
+    completionTokens: 0,
+  };
+}
+
 const ROUTES = new Map<string, readonly string[]>([
   ["/health", ["GET"]],
   ["/ping", ["GET", "POST"]],
@@ -71,16 +85,7 @@ export class SimServer {
   private dead = false;
   private readonly closed: Promise<void>;
   private resolveClosed: () => void = () => undefined;
-  readonly counters: ServerCounters = {
-    requestsReceived: 0,
-    requestsServed: 0,
-    requestsRejected: 0,
-    requestsFailed: 0,
-    requestsAborted: 0,
-    promptTokens: 0,
-    cachedTokens: 0,
-    completionTokens: 0,
-  };
+  readonly counters: ServerCounters = zeroCounters();
 
   /** Handed to every response: how it reads the fault, cancels its engine work and reports its outcome. */
   private readonly responseHost: ResponseHost = {
