@@ -2,12 +2,18 @@
 //
 // Three processes: the engine, the gateway (built cli, log level info, its log lines to /dev/null) and this
 // client. Each scenario alternates rounds direct / through the gateway so that machine noise hits both
-// alike, then reports latency percentiles of each and the difference ("added"). With --pin (Linux
+// alike, then reports latency percentiles of each and the difference ("added").
+//
+// The scenarios measure the steady state of long-running processes. First, the first requests that
+// fresh processes serve are measured on their own ("cold start"); then every path gets mixed traffic for
+// --warmup-seconds (default 25), long enough for V8 to finish optimising the request path and for the
+// gateway's periodic work (a health probe every 10 s, an engine-metrics read every 5 s) to have run twice:
+// its first runs deoptimise shared code (undici, node streams) that must then be optimised again. With --pin (Linux
 // taskset), this client has CPU 0 and the engine, the gateway and the floor proxy share CPU 1, so that a
 // request crosses between the two CPUs twice whether it goes direct or through a proxy (on a VM a wake-up
 // on the other CPU costs tens of microseconds); without it, the processes compete for the machine's cores.
 //
-//   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin]
+//   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin] [--warmup-seconds S]
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { cpus, tmpdir } from "node:os";
@@ -20,6 +26,10 @@ import { freePort } from "../common.js";
 const CLI = fileURLToPath(new URL("../../dist/src/cli.js", import.meta.url));
 const quick = process.argv.includes("--quick");
 const pin = process.argv.includes("--pin");
+const warmupFlag = process.argv.indexOf("--warmup-seconds");
+const warmupSeconds = warmupFlag > 0 ? Number(process.argv[warmupFlag + 1]) : quick ? 5 : 25;
+/** Requests of the cold-start measurement, per path. */
+const COLD_REQUESTS = 5000;
 const MODEL = "bench-model";
 
 function command(args: string[], cpu: number): [string, string[]] {
@@ -131,6 +141,41 @@ async function round(
   return count / ((performance.now() - started) / 1000);
 }
 
+type Paths = Record<"direct" | "gateway" | "floor", string>;
+
+/** The first requests each fresh process serves, one at a time, alternating paths every 500. */
+async function coldStart(paths: Paths, payload: string): Promise<Record<keyof Paths, hdr.Histogram>> {
+  const names = Object.keys(paths) as (keyof Paths)[];
+  const pools = names.map((name) => new Pool(paths[name], { connections: 1, pipelining: 1 }));
+  const result = Object.fromEntries(names.map((name) => [name, histogram()])) as Record<
+    keyof Paths,
+    hdr.Histogram
+  >;
+  for (let done = 0; done < COLD_REQUESTS; done += 500) {
+    for (const [i, name] of names.entries()) {
+      await round(pools[i]!, payload, 1, 500, { total: result[name], first: histogram() }, `cold-${name}`);
+    }
+  }
+  await Promise.all(pools.map((pool) => pool.close()));
+  return result;
+}
+
+/** Mixed traffic on every path (json and stream, 1 and 16 at a time) until `durationMs` has passed. */
+async function warmUp(paths: Paths, durationMs: number): Promise<void> {
+  const until = performance.now() + durationMs;
+  const sink = { total: histogram(), first: histogram() };
+  const pools = Object.values(paths).map((url) => new Pool(url, { connections: 16, pipelining: 1 }));
+  while (performance.now() < until) {
+    for (const pool of pools) {
+      for (const stream of [false, true]) {
+        await round(pool, body(stream), 16, 1000, sink, "warmup");
+        await round(pool, body(stream), 1, 200, sink, "warmup");
+      }
+    }
+  }
+  await Promise.all(pools.map((pool) => pool.close()));
+}
+
 function ms(us: number): string {
   return (us / 1000).toFixed(3);
 }
@@ -171,6 +216,13 @@ async function main(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 
+  const p = (h: hdr.Histogram, q: number): number => h.getValueAtPercentile(q);
+  const paths = { direct: engineUrl, gateway: gatewayUrl, floor: floorUrl };
+  const cold = await coldStart(paths, body(false));
+  process.stderr.write("done: cold start\n");
+  await warmUp(paths, warmupSeconds * 1000);
+  process.stderr.write("done: warm-up\n");
+
   const rows: string[] = [];
   const scenarios: { concurrency: number; stream: boolean }[] = [];
   for (const concurrency of [1, 16, 64])
@@ -186,6 +238,7 @@ async function main(): Promise<void> {
     const g = { total: histogram(), first: histogram() };
     const f = { total: histogram(), first: histogram() };
     const warm = { total: histogram(), first: histogram() };
+    // Opens this scenario's connections, so that no measured request waits for a connect.
     await round(direct, payload, concurrency, perRound, warm, "warm");
     await round(viaGateway, payload, concurrency, perRound, warm, "warm");
     await round(viaFloor, payload, concurrency, perRound, warm, "warm");
@@ -199,7 +252,6 @@ async function main(): Promise<void> {
     await direct.close();
     await viaGateway.close();
     await viaFloor.close();
-    const p = (h: hdr.Histogram, q: number) => h.getValueAtPercentile(q);
     rows.push(
       `| ${concurrency} | ${stream ? "stream" : "json"} | ${ms(p(d.total, 50))} / ${ms(p(d.total, 99))} | ${ms(p(g.total, 50))} / ${ms(p(g.total, 99))} | **${ms(p(g.total, 50) - p(d.total, 50))} / ${ms(p(g.total, 99) - p(d.total, 99))}** | ${stream ? `${ms(p(g.first, 99) - p(d.first, 99))}` : "-"} | ${ms(p(f.total, 50) - p(d.total, 50))} / ${ms(p(f.total, 99) - p(d.total, 99))} | ${Math.round(directRate / rounds)} / ${Math.round(gatewayRate / rounds)} |`,
     );
@@ -244,7 +296,11 @@ async function main(): Promise<void> {
     `machine: ${cpus().length} x ${cpus()[0]?.model ?? "?"}, node ${process.version}, ${process.platform}/${process.arch}`,
   );
   console.log(
-    `command: node --import tsx bench/overhead/run.ts${quick ? " --quick" : ""}${pin ? " --pin" : ""}  (${rounds} alternating rounds per scenario)`,
+    `command: node --import tsx bench/overhead/run.ts${quick ? " --quick" : ""}${pin ? " --pin" : ""} --warmup-seconds ${warmupSeconds}  (${rounds} alternating rounds per scenario)`,
+  );
+  console.log("");
+  console.log(
+    `cold start, the first ${COLD_REQUESTS} c=1 json requests of fresh processes, p50 / p99 ms: direct ${ms(p(cold.direct, 50))} / ${ms(p(cold.direct, 99))}, gateway ${ms(p(cold.gateway, 50))} / ${ms(p(cold.gateway, 99))}, floor proxy ${ms(p(cold.floor, 50))} / ${ms(p(cold.floor, 99))}`,
   );
   console.log("");
   console.log(

@@ -1,5 +1,6 @@
 // Enforces each backend's max_inflight: a request takes a slot or waits in one bounded, time-limited queue.
 import { GatewayError } from "../core/errors.js";
+import { stopReasonError, type AttemptAbort } from "../gateway/attempt-abort.js";
 
 export interface SlotHolder {
   readonly id: string;
@@ -17,8 +18,7 @@ interface Waiter {
   resolve: () => void;
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
-  onAbort: () => void;
-  signal: AbortSignal | undefined;
+  abort: AttemptAbort | undefined;
 }
 
 /** Rejects queued requests whose backend went down, so they fail over instead of waiting it out. */
@@ -43,9 +43,9 @@ export class BackendSlots {
   /**
    * Takes a slot on `backend`: at once (returns undefined) when one is free and nobody waits, else a promise
    * that resolves in FIFO order. Rejects with 503 queue_full / queue_timeout, SlotUnavailableError when the
-   * backend goes down, or the signal's reason when the client goes away.
+   * backend goes down, or the abort's reason when the attempt is stopped while it waits.
    */
-  acquire(backend: SlotHolder, signal?: AbortSignal): Promise<void> | undefined {
+  acquire(backend: SlotHolder, abort?: AttemptAbort): Promise<void> | undefined {
     const queue = this.queues.get(backend.id);
     if (backend.inflight < backend.maxInflight && (queue === undefined || queue.length === 0)) {
       backend.inflight++;
@@ -62,7 +62,7 @@ export class BackendSlots {
       const waiter: Waiter = {
         resolve,
         reject,
-        signal,
+        abort,
         timer: setTimeout(() => {
           this.remove(backend.id, waiter);
           reject(
@@ -75,13 +75,12 @@ export class BackendSlots {
             ),
           );
         }, this.settings.queueTimeoutMs),
-        onAbort: () => {
-          this.remove(backend.id, waiter);
-          clearTimeout(waiter.timer);
-          reject(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
-        },
       };
-      signal?.addEventListener("abort", waiter.onAbort, { once: true });
+      abort?.listen((reason) => {
+        this.remove(backend.id, waiter);
+        clearTimeout(waiter.timer);
+        reject(stopReasonError(reason));
+      });
       let list = this.queues.get(backend.id);
       if (list === undefined) {
         list = [];
@@ -136,11 +135,11 @@ export class BackendSlots {
     if (at < 0) return;
     queue!.splice(at, 1);
     this.waiting--;
-    waiter.signal?.removeEventListener("abort", waiter.onAbort);
+    waiter.abort?.listen(undefined);
   }
 
   private settle(waiter: Waiter): void {
     clearTimeout(waiter.timer);
-    waiter.signal?.removeEventListener("abort", waiter.onAbort);
+    waiter.abort?.listen(undefined);
   }
 }

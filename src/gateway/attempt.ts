@@ -3,6 +3,7 @@
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import type { Backend } from "../backends/backend.js";
+import { stopReasonError, type AttemptAbort, type AttemptStopReason } from "./attempt-abort.js";
 import { engineErrorEnvelope } from "./engine-error.js";
 import { metadataHeaders, spliceMetadataIntoJson, type AgentServeMetadata } from "./response-metadata.js";
 import type { GatewayRuntime } from "./runtime.js";
@@ -18,8 +19,8 @@ export interface AttemptPlan {
   meta: AgentServeMetadata;
   /** Extra response headers (request id). */
   headers: Record<string, string>;
-  /** Aborts this attempt: the request was cancelled, the backend went down, or the first byte is late. */
-  controller: AbortController;
+  /** Stops this attempt: the request was cancelled, the backend went down, or the first byte is late. */
+  abort: AttemptAbort;
   /** Why the whole request was cancelled (client gone, deadline), if it was. */
   cancelled: () => Error | undefined;
   /** Called once, when the first byte is about to reach the client (no retry after this). */
@@ -63,10 +64,17 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private committed = false;
   private settled = false;
   private relay: SseRelay | undefined;
+  private corked = false;
   private readonly untrack: () => void;
   private readonly firstByteTimer: NodeJS.Timeout;
-  private readonly onAbort = (): void => this.upstream?.abort(this.abortError());
+  private readonly onAbort = (reason: AttemptStopReason): void =>
+    this.upstream?.abort(stopReasonError(reason));
   private readonly onDrain = (): void => this.upstream?.resume();
+  private readonly uncork = (): void => {
+    this.corked = false;
+    // end() already flushed and uncorked the socket, which may now carry the connection's next response.
+    if (!this.res.writableEnded) this.res.uncork();
+  };
 
   constructor(
     private readonly rt: GatewayRuntime,
@@ -75,12 +83,12 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     private readonly resolve: (result: AttemptResult) => void,
     private readonly reject: (err: Error) => void,
   ) {
-    this.untrack = rt.attempts.track(plan.backend.id, plan.controller);
-    plan.controller.signal.addEventListener("abort", this.onAbort, { once: true });
+    this.untrack = rt.attempts.track(plan.backend.id, plan.abort);
+    plan.abort.listen(this.onAbort);
     // Our own timer rather than undici's headersTimeout: undici's timers tick once a second, and this one
     // also covers a stream's first chunk. It stops when the first byte is about to reach the client.
     this.firstByteTimer = setTimeout(
-      () => plan.controller.abort("first_byte_timeout" satisfies AbandonReason),
+      () => plan.abort.abort("first_byte_timeout" satisfies AbandonReason),
       rt.settings.firstByteTimeoutMs,
     );
   }
@@ -102,7 +110,8 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.upstream = controller;
-    if (this.plan.controller.signal.aborted) controller.abort(this.abortError());
+    const stopped = this.plan.abort.reason;
+    if (stopped !== undefined) controller.abort(stopReasonError(stopped));
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
@@ -154,19 +163,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     const cancelled = this.plan.cancelled();
     if (cancelled !== undefined) return this.fail(cancelled);
-    const abandoned = this.plan.controller.signal.aborted
-      ? (this.plan.controller.signal.reason as AbandonReason)
-      : undefined;
+    const stopped = this.plan.abort.reason;
+    // A request-level cancel was handled above, so a reason left here is the gateway's own.
+    const abandoned = typeof stopped === "string" ? stopped : undefined;
     const failure = classifyUpstreamError(error, this.plan.backend.id, abandoned);
     if (!this.committed) return this.fail(failure);
     // Bytes already reached the client, so no retry: an error event, the metadata, and a proper end.
     if (failure.healthSignal) this.rt.registry.recordOutcome(this.plan.backend, false, "request");
     this.endStreamWithError(failure.message, failure.code);
-  }
-
-  private abortError(): Error {
-    const reason: unknown = this.plan.controller.signal.reason;
-    return reason instanceof Error ? reason : new Error(String(reason));
   }
 
   private commit(): void {
@@ -187,26 +191,32 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       "x-accel-buffering": "no",
     });
     this.relay = new SseRelay(
-      sseEvent({
-        id: `agentserve-${this.plan.headers["x-request-id"] ?? ""}`,
-        object: this.plan.path === "/v1/completions" ? "text_completion" : "chat.completion.chunk",
-        choices: [],
-        x_agent_serve: this.plan.meta,
-      }),
+      () =>
+        sseEvent({
+          id: `agentserve-${this.plan.headers["x-request-id"] ?? ""}`,
+          object: this.plan.path === "/v1/completions" ? "text_completion" : "chat.completion.chunk",
+          choices: [],
+          x_agent_serve: this.plan.meta,
+        }),
       this.plan.stripUsage,
     );
   }
 
   /**
-   * Writes to the client, corked so that several events of one engine chunk leave in one system call; when
-   * the client's buffer is full, pauses the engine's socket until it drains.
+   * Writes to the client, corked until the end of the current tick: what the engine sent in one read (often
+   * every event of a short answer, and the stream's end) leaves in one system call instead of one per
+   * write. When the client's buffer is full, pauses the engine's socket until it drains.
    */
   private write(buffers: Buffer[], controller?: Dispatcher.DispatchController): void {
     if (buffers.length === 0 || this.res.destroyed) return;
-    let full = false;
-    if (buffers.length > 1) this.res.cork();
-    for (const buffer of buffers) full = !this.res.write(buffer);
-    if (buffers.length > 1) this.res.uncork();
+    if (!this.corked) {
+      this.corked = true;
+      this.res.cork();
+      process.nextTick(this.uncork);
+    }
+    // One chunk of the chunked encoding for all of them: node writes a size line, the data and a line end
+    // per write() call, so copying a few kilobytes together is cheaper than three writes per slice.
+    const full = !this.res.write(buffers.length === 1 ? buffers[0]! : Buffer.concat(buffers));
     if (full && controller !== undefined) {
       controller.pause();
       this.res.once("drain", this.onDrain);
@@ -241,7 +251,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   private cleanup(): void {
     clearTimeout(this.firstByteTimer);
-    this.plan.controller.signal.removeEventListener("abort", this.onAbort);
+    this.plan.abort.listen(undefined);
     this.res.off("drain", this.onDrain);
     this.untrack();
   }

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { SlotUnavailableError } from "../admission/backend-slots.js";
 import { GatewayError } from "../core/errors.js";
 import { chooseTier } from "../routing/tier-router.js";
+import { AttemptAbort } from "./attempt-abort.js";
 import { runAttempt } from "./attempt.js";
 import { authenticate } from "./client-auth.js";
 import { parseClientHeaders } from "./client-headers.js";
@@ -77,12 +78,12 @@ export async function handleCompletion(
     rt.metrics.selection(tier, selection.reason);
     if (ctx.attempts > 1) rt.metrics.retry(tier);
 
-    const controller = new AbortController();
-    ctx.activeAttempt = controller;
+    const abort = new AttemptAbort();
+    ctx.activeAttempt = abort;
     if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
     const waitStartedMs = rt.clock.nowMs();
     try {
-      const pending = rt.slots.acquire(backend, controller.signal);
+      const pending = rt.slots.acquire(backend, abort);
       if (pending !== undefined) await pending;
     } catch (err) {
       if (err instanceof SlotUnavailableError) {
@@ -114,7 +115,7 @@ export async function handleCompletion(
             attempts: ctx.attempts,
           },
           headers: { "x-request-id": ctx.requestId },
-          controller,
+          abort,
           cancelled: () => ctx.cancelReason,
           startedAtMs: ctx.startedAtMs,
           stripUsage: bodies.stripUsage,

@@ -1,4 +1,5 @@
 // Per-request facts gathered along the way, for the one log line and the request metrics at the end.
+import type { AttemptAbort } from "./attempt-abort.js";
 
 export interface RequestContext {
   requestId: string;
@@ -22,8 +23,8 @@ export interface RequestContext {
   clientClosed?: boolean;
   /** Set once when the client leaves or the deadline passes; the request stops at its next step. */
   cancelReason?: Error;
-  /** The attempt in progress: cancelling the request aborts it (one controller per attempt, none per request). */
-  activeAttempt?: AbortController;
+  /** The attempt in progress: cancelling the request stops it (one per attempt, none per request). */
+  activeAttempt?: AttemptAbort;
 }
 
 /** Cancels a request: records why and aborts its attempt in progress (queued or talking to an engine). */

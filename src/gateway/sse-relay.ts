@@ -13,11 +13,12 @@ export class SseRelay {
   private usageSeen: TokenUsage | undefined;
 
   /**
-   * @param metadataEvent the `data: {...x_agent_serve...}\n\n` event to put before `[DONE]`
+   * @param metadataEvent makes the `data: {...x_agent_serve...}\n\n` event to put before `[DONE]` (built
+   *   only then, so that it costs the first token nothing)
    * @param stripUsage drop the engine's usage-only chunk (the client did not ask for usage; the gateway did)
    */
   constructor(
-    private readonly metadataEvent: Buffer,
+    private readonly metadataEvent: () => Buffer,
     private readonly stripUsage: boolean,
   ) {}
 
@@ -33,28 +34,40 @@ export class SseRelay {
 
   /**
    * Returns what to write now. Complete events pass through as slices of the engine's own buffers; only a
-   * trailing partial event is held until its end arrives.
+   * trailing partial event is held until its end arrives. Only two kinds of event need a look (the first
+   * `data: [DONE]` and those carrying usage), so the chunk is searched for those rather than split into
+   * every event: a short answer arrives as one read of twenty events, and a handful of searches over it
+   * cost a third of twenty boundary searches and comparisons.
    */
   push(input: Buffer): Buffer[] {
     const chunk = this.held === undefined ? input : Buffer.concat([this.held, input]);
     this.held = undefined;
+    const lastEnd = chunk.lastIndexOf(EVENT_END);
+    const complete = lastEnd < 0 ? 0 : lastEnd + EVENT_END.length; // [0, complete) holds whole events
+    if (complete < chunk.length) this.held = chunk.subarray(complete);
     const out: Buffer[] = [];
-    let start = 0;
-    let passFrom = 0; // events from passFrom to start are forwarded as one slice
-    while (start < chunk.length) {
-      const end = chunk.indexOf(EVENT_END, start);
-      if (end < 0) break;
-      const next = end + EVENT_END.length;
-      const action = this.classify(chunk, start, end);
-      if (action !== "pass") {
-        if (start > passFrom) out.push(chunk.subarray(passFrom, start));
-        if (action === "done") out.push(this.metadataEvent, chunk.subarray(start, next));
+    let passFrom = 0; // bytes from passFrom on are forwarded as one slice
+    let doneAt = this.done ? -1 : findDone(chunk, complete);
+    let usageAt = find(chunk, USAGE_OBJECT, 0, complete);
+    while (doneAt >= 0 || usageAt >= 0) {
+      if (doneAt >= 0 && (usageAt < 0 || doneAt < usageAt)) {
+        const next = chunk.indexOf(EVENT_END, doneAt) + EVENT_END.length;
+        if (doneAt > passFrom) out.push(chunk.subarray(passFrom, doneAt));
+        out.push(this.metadataEvent(), chunk.subarray(doneAt, next));
         passFrom = next;
+        this.done = true;
+        doneAt = -1;
+      } else {
+        const start = eventStart(chunk, usageAt);
+        const end = chunk.indexOf(EVENT_END, usageAt);
+        if (this.readUsage(chunk, start, end) === "drop") {
+          if (start > passFrom) out.push(chunk.subarray(passFrom, start));
+          passFrom = end + EVENT_END.length;
+        }
+        usageAt = find(chunk, USAGE_OBJECT, end, complete);
       }
-      start = next;
     }
-    if (start > passFrom) out.push(chunk.subarray(passFrom, start));
-    if (start < chunk.length) this.held = chunk.subarray(start);
+    if (complete > passFrom) out.push(chunk.subarray(passFrom, complete));
     return out;
   }
 
@@ -65,13 +78,8 @@ export class SseRelay {
     return rest === undefined ? [] : [rest];
   }
 
-  private classify(chunk: Buffer, start: number, end: number): "pass" | "done" | "drop" {
-    if (!this.done && chunk.compare(DONE, 0, DONE.length, start, Math.min(end, start + DONE.length)) === 0) {
-      this.done = true;
-      return "done";
-    }
-    const usageAt = chunk.indexOf(USAGE_OBJECT, start);
-    if (usageAt < 0 || usageAt >= end) return "pass";
+  /** Reads the usage of the event at [start, end); says whether to drop it (usage-only, client did not ask). */
+  private readUsage(chunk: Buffer, start: number, end: number): "pass" | "drop" {
     const line = chunk.toString("utf8", start, end);
     const payload = line.startsWith("data: ") ? line.slice(6) : line;
     let parsed: unknown;
@@ -81,9 +89,30 @@ export class SseRelay {
       return "pass";
     }
     this.usageSeen = usageFrom((parsed as { usage?: unknown }).usage) ?? this.usageSeen;
-    const usageOnly = chunk.indexOf(EMPTY_CHOICES, start) >= 0 && chunk.indexOf(EMPTY_CHOICES, start) < end;
+    const choicesAt = chunk.indexOf(EMPTY_CHOICES, start);
+    const usageOnly = choicesAt >= 0 && choicesAt < end;
     return this.stripUsage && usageOnly ? "drop" : "pass";
   }
+}
+
+/** The first `needle` in chunk[from, before), or -1. */
+function find(chunk: Buffer, needle: Buffer, from: number, before: number): number {
+  const at = chunk.indexOf(needle, from);
+  return at < before ? at : -1;
+}
+
+/** Where the event holding byte `at` starts: just after the previous blank line, or at 0. */
+function eventStart(chunk: Buffer, at: number): number {
+  const previousEnd = chunk.lastIndexOf(EVENT_END, at);
+  return previousEnd < 0 ? 0 : previousEnd + EVENT_END.length;
+}
+
+/** The first event in chunk[0, before) that is `data: [DONE]`; the text inside another event does not count. */
+function findDone(chunk: Buffer, before: number): number {
+  for (let at = find(chunk, DONE, 0, before); at >= 0; at = find(chunk, DONE, at + 1, before)) {
+    if (at === 0 || (chunk[at - 1] === 0x0a && chunk[at - 2] === 0x0a)) return at;
+  }
+  return -1;
 }
 
 /** One SSE event carrying a JSON payload. */

@@ -15,7 +15,7 @@ export class AttemptFailure extends Error {
 
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
-/** Why the gateway itself abandoned an attempt (the reason its AbortController carries). */
+/** Why the gateway itself abandoned an attempt (the reason its AttemptAbort carries). */
 export type AbandonReason = "first_byte_timeout" | "backend marked down" | "backend removed from config";
 
 /** Turns an undici/socket error of one attempt into an AttemptFailure (the caller checks client aborts first). */

@@ -1,0 +1,109 @@
+// max_inflight slots and their queue, with the attempt aborts that withdraw a waiting request.
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { BackendSlots, SlotUnavailableError } from "../../src/admission/backend-slots.js";
+import { GatewayError } from "../../src/core/errors.js";
+import { AttemptAbort } from "../../src/gateway/attempt-abort.js";
+
+function backend(maxInflight: number): { id: string; maxInflight: number; inflight: number } {
+  return { id: "e0", maxInflight, inflight: 0 };
+}
+
+/** Settles a promise into a value for assertions ("pending" when it has not settled yet). */
+async function state(promise: Promise<void>): Promise<string | Error> {
+  return Promise.race([
+    promise.then(
+      () => "granted",
+      (err: unknown) => err as Error,
+    ),
+    new Promise<string>((resolve) => setImmediate(() => resolve("pending"))),
+  ]);
+}
+
+describe("BackendSlots", () => {
+  beforeEach(() => vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] }));
+  afterEach(() => vi.useRealTimers());
+
+  it("grants a free slot at once and queues beyond max_inflight, first come first served", async () => {
+    const slots = new BackendSlots({ maxQueueSize: 10, queueTimeoutMs: 1000 });
+    const b = backend(1);
+    expect(slots.acquire(b)).toBeUndefined();
+    const first = slots.acquire(b)!;
+    const second = slots.acquire(b)!;
+    expect(slots.depth).toBe(2);
+    slots.release(b);
+    expect(await state(first)).toBe("granted");
+    expect(await state(second)).toBe("pending");
+    expect(b.inflight).toBe(1);
+  });
+
+  it("an aborted waiter leaves the queue with the abort's reason and never takes a slot", async () => {
+    const slots = new BackendSlots({ maxQueueSize: 10, queueTimeoutMs: 1000 });
+    const b = backend(1);
+    slots.acquire(b);
+    const abort = new AttemptAbort();
+    const withdrawn = slots.acquire(b, abort)!;
+    const next = slots.acquire(b)!;
+    const reason = new Error("client closed the connection");
+    abort.abort(reason);
+    expect(await state(withdrawn)).toBe(reason);
+    expect(slots.depth).toBe(1);
+    slots.release(b);
+    expect(await state(next)).toBe("granted");
+    expect(b.inflight).toBe(1);
+  });
+
+  it("stops listening once the slot is granted: a later abort is the attempt's business", async () => {
+    const slots = new BackendSlots({ maxQueueSize: 10, queueTimeoutMs: 1000 });
+    const b = backend(1);
+    slots.acquire(b);
+    const abort = new AttemptAbort();
+    const waiting = slots.acquire(b, abort)!;
+    slots.release(b);
+    expect(await state(waiting)).toBe("granted");
+    abort.abort("backend marked down");
+    expect(slots.depth).toBe(0);
+    expect(b.inflight).toBe(1);
+  });
+
+  it("refuses when the queue is full, times out waiters, and fails waiters over when the backend goes", async () => {
+    const slots = new BackendSlots({ maxQueueSize: 2, queueTimeoutMs: 1000 });
+    const b = backend(1);
+    slots.acquire(b);
+    const timedOut = slots.acquire(b)!;
+    vi.advanceTimersByTime(500);
+    const failedOver = slots.acquire(b)!;
+    const full = await state(slots.acquire(b)!);
+    expect(full).toBeInstanceOf(GatewayError);
+    expect((full as GatewayError).code).toBe("queue_full");
+    vi.advanceTimersByTime(500);
+    const timeout = await state(timedOut);
+    expect((timeout as GatewayError).code).toBe("queue_timeout");
+    slots.rejectWaiters(b.id, "backend marked down");
+    expect(await state(failedOver)).toBeInstanceOf(SlotUnavailableError);
+    expect(slots.depth).toBe(0);
+  });
+});
+
+describe("AttemptAbort", () => {
+  it("tells its current listener once, with the first reason, and keeps that reason", () => {
+    const abort = new AttemptAbort();
+    const heard: unknown[] = [];
+    abort.listen(() => heard.push("replaced"));
+    abort.listen((reason) => heard.push(reason));
+    expect(abort.aborted).toBe(false);
+    abort.abort("first_byte_timeout");
+    abort.abort("backend marked down");
+    expect(heard).toEqual(["first_byte_timeout"]);
+    expect(abort.reason).toBe("first_byte_timeout");
+  });
+
+  it("tells nobody once the listener is withdrawn", () => {
+    const abort = new AttemptAbort();
+    const heard: unknown[] = [];
+    abort.listen((reason) => heard.push(reason));
+    abort.listen(undefined);
+    abort.abort(new Error("gone"));
+    expect(heard).toEqual([]);
+    expect(abort.aborted).toBe(true);
+  });
+});
