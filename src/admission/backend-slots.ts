@@ -1,6 +1,5 @@
 // Enforces each backend's max_inflight: a request takes a slot or waits in one bounded, time-limited queue.
 import { GatewayError } from "../core/errors.js";
-import { stopReasonError, type AttemptAbort } from "../gateway/attempt-abort.js";
 
 export interface SlotHolder {
   readonly id: string;
@@ -14,11 +13,16 @@ export interface QueueSettings {
   queueTimeoutMs: number;
 }
 
+/** What withdraws a waiter (the gateway's AttemptAbort): it tells its one listener why, at most once. */
+export interface WaitAbort {
+  listen(listener: ((why: Error) => void) | undefined): void;
+}
+
 interface Waiter {
   resolve: () => void;
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
-  abort: AttemptAbort | undefined;
+  abort: WaitAbort | undefined;
 }
 
 /** Rejects queued requests whose backend went down, so they fail over instead of waiting it out. */
@@ -45,7 +49,7 @@ export class BackendSlots {
    * that resolves in FIFO order. Rejects with 503 queue_full / queue_timeout, SlotUnavailableError when the
    * backend goes down, or the abort's reason when the attempt is stopped while it waits.
    */
-  acquire(backend: SlotHolder, abort?: AttemptAbort): Promise<void> | undefined {
+  acquire(backend: SlotHolder, abort?: WaitAbort): Promise<void> | undefined {
     const queue = this.queues.get(backend.id);
     if (backend.inflight < backend.maxInflight && (queue === undefined || queue.length === 0)) {
       backend.inflight++;
@@ -76,10 +80,10 @@ export class BackendSlots {
           );
         }, this.settings.queueTimeoutMs),
       };
-      abort?.listen((reason) => {
+      abort?.listen((why) => {
         this.remove(backend.id, waiter);
         clearTimeout(waiter.timer);
-        reject(stopReasonError(reason));
+        reject(why);
       });
       let list = this.queues.get(backend.id);
       if (list === undefined) {

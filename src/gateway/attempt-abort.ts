@@ -12,7 +12,7 @@ export type AttemptStopReason = Error | AbandonReason;
  */
 export class AttemptAbort {
   private stopReason: AttemptStopReason | undefined;
-  private listener: ((reason: AttemptStopReason) => void) | undefined;
+  private listener: ((why: Error) => void) | undefined;
 
   get aborted(): boolean {
     return this.stopReason !== undefined;
@@ -28,11 +28,11 @@ export class AttemptAbort {
     this.stopReason = reason;
     const listener = this.listener;
     this.listener = undefined;
-    listener?.(reason);
+    listener?.(stopReasonError(reason));
   }
 
-  /** Who to tell on abort, replacing the previous listener; undefined to stop listening. */
-  listen(listener: ((reason: AttemptStopReason) => void) | undefined): void {
+  /** Who to tell on abort (with the reason as an Error), replacing the previous listener; undefined to stop. */
+  listen(listener: ((why: Error) => void) | undefined): void {
     this.listener = listener;
   }
 }

@@ -3,7 +3,7 @@
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import type { Backend } from "../backends/backend.js";
-import { stopReasonError, type AttemptAbort, type AttemptStopReason } from "./attempt-abort.js";
+import { stopReasonError, type AttemptAbort } from "./attempt-abort.js";
 import { engineErrorEnvelope } from "./engine-error.js";
 import { metadataHeaders, spliceMetadataIntoJson, type AgentServeMetadata } from "./response-metadata.js";
 import type { GatewayRuntime } from "./runtime.js";
@@ -67,8 +67,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private corked = false;
   private readonly untrack: () => void;
   private readonly firstByteTimer: NodeJS.Timeout;
-  private readonly onAbort = (reason: AttemptStopReason): void =>
-    this.upstream?.abort(stopReasonError(reason));
+  private readonly onAbort = (why: Error): void => this.upstream?.abort(why);
   private readonly onDrain = (): void => this.upstream?.resume();
   private readonly uncork = (): void => {
     this.corked = false;

@@ -4,8 +4,15 @@ import { BackendSlots, SlotUnavailableError } from "../../src/admission/backend-
 import { GatewayError } from "../../src/core/errors.js";
 import { AttemptAbort } from "../../src/gateway/attempt-abort.js";
 
-function backend(maxInflight: number): { id: string; maxInflight: number; inflight: number } {
-  return { id: "e0", maxInflight, inflight: 0 };
+/** Slots over one backend of max_inflight 1 whose slot is already taken: the next acquire waits. */
+function busyBackend(maxQueueSize = 10): {
+  slots: BackendSlots;
+  b: { id: string; maxInflight: number; inflight: number };
+} {
+  const slots = new BackendSlots({ maxQueueSize, queueTimeoutMs: 1000 });
+  const b = { id: "e0", maxInflight: 1, inflight: 0 };
+  expect(slots.acquire(b)).toBeUndefined();
+  return { slots, b };
 }
 
 /** Settles a promise into a value for assertions ("pending" when it has not settled yet). */
@@ -24,9 +31,7 @@ describe("BackendSlots", () => {
   afterEach(() => vi.useRealTimers());
 
   it("grants a free slot at once and queues beyond max_inflight, first come first served", async () => {
-    const slots = new BackendSlots({ maxQueueSize: 10, queueTimeoutMs: 1000 });
-    const b = backend(1);
-    expect(slots.acquire(b)).toBeUndefined();
+    const { slots, b } = busyBackend();
     const first = slots.acquire(b)!;
     const second = slots.acquire(b)!;
     expect(slots.depth).toBe(2);
@@ -37,9 +42,7 @@ describe("BackendSlots", () => {
   });
 
   it("an aborted waiter leaves the queue with the abort's reason and never takes a slot", async () => {
-    const slots = new BackendSlots({ maxQueueSize: 10, queueTimeoutMs: 1000 });
-    const b = backend(1);
-    slots.acquire(b);
+    const { slots, b } = busyBackend();
     const abort = new AttemptAbort();
     const withdrawn = slots.acquire(b, abort)!;
     const next = slots.acquire(b)!;
@@ -53,9 +56,7 @@ describe("BackendSlots", () => {
   });
 
   it("stops listening once the slot is granted: a later abort is the attempt's business", async () => {
-    const slots = new BackendSlots({ maxQueueSize: 10, queueTimeoutMs: 1000 });
-    const b = backend(1);
-    slots.acquire(b);
+    const { slots, b } = busyBackend();
     const abort = new AttemptAbort();
     const waiting = slots.acquire(b, abort)!;
     slots.release(b);
@@ -66,9 +67,7 @@ describe("BackendSlots", () => {
   });
 
   it("refuses when the queue is full, times out waiters, and fails waiters over when the backend goes", async () => {
-    const slots = new BackendSlots({ maxQueueSize: 2, queueTimeoutMs: 1000 });
-    const b = backend(1);
-    slots.acquire(b);
+    const { slots, b } = busyBackend(2);
     const timedOut = slots.acquire(b)!;
     vi.advanceTimersByTime(500);
     const failedOver = slots.acquire(b)!;
@@ -85,11 +84,11 @@ describe("BackendSlots", () => {
 });
 
 describe("AttemptAbort", () => {
-  it("tells its current listener once, with the first reason, and keeps that reason", () => {
+  it("tells its current listener once, with the first reason as an Error, and keeps that reason", () => {
     const abort = new AttemptAbort();
     const heard: unknown[] = [];
     abort.listen(() => heard.push("replaced"));
-    abort.listen((reason) => heard.push(reason));
+    abort.listen((why) => heard.push(why.message));
     expect(abort.aborted).toBe(false);
     abort.abort("first_byte_timeout");
     abort.abort("backend marked down");
@@ -100,7 +99,7 @@ describe("AttemptAbort", () => {
   it("tells nobody once the listener is withdrawn", () => {
     const abort = new AttemptAbort();
     const heard: unknown[] = [];
-    abort.listen((reason) => heard.push(reason));
+    abort.listen((why) => heard.push(why.message));
     abort.listen(undefined);
     abort.abort(new Error("gone"));
     expect(heard).toEqual([]);
