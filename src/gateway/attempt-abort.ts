@@ -14,10 +14,6 @@ export class AttemptAbort {
   private stopReason: AttemptStopReason | undefined;
   private listener: ((why: Error) => void) | undefined;
 
-  get aborted(): boolean {
-    return this.stopReason !== undefined;
-  }
-
   get reason(): AttemptStopReason | undefined {
     return this.stopReason;
   }

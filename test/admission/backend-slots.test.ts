@@ -89,7 +89,7 @@ describe("AttemptAbort", () => {
     const heard: unknown[] = [];
     abort.listen(() => heard.push("replaced"));
     abort.listen((why) => heard.push(why.message));
-    expect(abort.aborted).toBe(false);
+    expect(abort.reason).toBeUndefined();
     abort.abort("first_byte_timeout");
     abort.abort("backend marked down");
     expect(heard).toEqual(["first_byte_timeout"]);
@@ -103,6 +103,6 @@ describe("AttemptAbort", () => {
     abort.listen(undefined);
     abort.abort(new Error("gone"));
     expect(heard).toEqual([]);
-    expect(abort.aborted).toBe(true);
+    expect(abort.reason).toBeInstanceOf(Error);
   });
 });
