@@ -6,6 +6,7 @@ import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { TierSource } from "../routing/tier-router.js";
 import { AttemptAbort } from "./attempt-abort.js";
 import { runAttempt, type AttemptEnv, type AttemptResult } from "./attempt.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
@@ -34,6 +35,7 @@ export interface AttemptLoopDeps {
 /** One request, routed: what every attempt of it sends. */
 export interface RoutedRequest {
   tier: string;
+  tierSource: TierSource;
   sessionId: string | undefined;
   /** The engine path (`/v1/chat/completions`, ...). */
   path: string;
@@ -107,6 +109,7 @@ export async function runAttemptLoop(
           meta: {
             session_id: sessionId ?? null,
             tier,
+            tier_source: request.tierSource,
             backend_id: backend.id,
             affinity_hit: selection.affinityHit,
             reason: selection.reason,

@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { admit, settle } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
-import { parseCompletionRequest, type CompletionRequest, type Endpoint } from "./completion-request.js";
+import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
 import type { RequestContext } from "./request-context.js";
 import { continuedConversation, rememberResponse } from "./response-chain.js";
@@ -35,21 +35,31 @@ export async function handleCompletion(
 
   const raw = await readBody(req, settings.maxBodyBytes);
   const request = parseCompletionRequest(raw, endpoint);
-  if (settings.config.server.log_prompts) ctx.prompt = lastMessageText(request);
+  if (settings.config.server.log_prompts) ctx.prompt = lastTurnText(request);
 
   // A Responses request continuing a stored response must reach the engine that stores it.
   const conversation = continuedConversation(rt, request, admission.client.sessionId, ctx.requestId);
   const sessionId = conversation.sessionKey;
   ctx.sessionId = sessionId;
   const client = { ...admission.client, sessionId };
-  const decision = routeTier(client, request, rt.registry, rt.scheduler, settings.tiers);
-  const tier = conversation.owner === undefined ? decision.tier : conversation.owner.tier;
+  let { tier, source: tierSource } = routeTier(client, request, rt.registry, rt.scheduler, settings.tiers);
+  if (conversation.owner !== undefined) {
+    tier = conversation.owner.tier;
+  } else if (tierSource === "auto_default" && rt.classifier !== undefined) {
+    // The rules left it open: the classifier may say otherwise (bounded by its timeout, never failing).
+    const verdict = await rt.classifier.classify(lastTurnText(request), rt.registry.tiers(), tier);
+    if (verdict.outcome === "answered" || verdict.outcome === "cached") {
+      tier = verdict.tier;
+      tierSource = "classifier";
+    }
+  }
   ctx.tier = tier;
 
   const result = await runAttemptLoop(
     rt,
     {
       tier,
+      tierSource,
       sessionId,
       path: PATHS[endpoint],
       bodies: new UpstreamBodies(raw, request),
@@ -69,14 +79,4 @@ export async function handleCompletion(
     rt.metrics.tokens(tier, result.usage);
     settle(admission, rt.budgets, result.usage, rt.clock.nowMs());
   }
-}
-
-/** The last message's text, for the log line when server.log_prompts is on. */
-function lastMessageText(request: CompletionRequest): string {
-  const messages = request.body["messages"];
-  const source = Array.isArray(messages)
-    ? (messages.at(-1) as Record<string, unknown>)["content"]
-    : (request.body["prompt"] ?? request.body["input"]);
-  const text = typeof source === "string" ? source : JSON.stringify(source ?? null);
-  return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
 }

@@ -144,3 +144,13 @@ function readResponsesInput(body: Record<string, unknown>): { chars: number; too
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The last turn's text (last message, prompt or input), at most 2000 characters: logs and the classifier. */
+export function lastTurnText(request: CompletionRequest): string {
+  const messages = request.body["messages"];
+  const source = Array.isArray(messages)
+    ? (messages.at(-1) as Record<string, unknown>)["content"]
+    : (request.body["prompt"] ?? request.body["input"]);
+  const text = typeof source === "string" ? source : JSON.stringify(source ?? null);
+  return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
+}

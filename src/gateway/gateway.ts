@@ -18,8 +18,10 @@ import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import { TierClassifier } from "../routing/tier-classifier.js";
 import { resolveTierSettings } from "../routing/tier-router.js";
 import { AttemptTracker } from "./attempt-tracker.js";
+import { createClassifierAsk } from "./classifier-client.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { createGatewayServer } from "./server.js";
@@ -86,6 +88,25 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
     adminToken: config.server.admin_token,
     apiKeys: new Map(config.server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id }])),
   };
+}
+
+/** The tier classifier of the runtime's current config, or undefined when it is off. */
+function createClassifier(rt: GatewayRuntime): TierClassifier | undefined {
+  const { routing } = rt.settings.config;
+  const settings = routing.classifier;
+  if (!settings.enabled) return undefined;
+  return new TierClassifier({
+    ask: createClassifierAsk(rt, {
+      tier: settings.tier ?? rt.settings.tiers.defaultTier,
+      model: settings.model,
+      prompt: settings.prompt,
+    }),
+    clock: rt.clock,
+    timeoutMs: settings.timeout_ms,
+    cacheTtlMs: (settings.cache_ttl_seconds ?? routing.classifier_cache_ttl_seconds) * 1000,
+    maxEntries: settings.max_entries,
+    record: (outcome, seconds) => rt.metrics.classifier(outcome, seconds),
+  });
 }
 
 function thresholdsOf(config: GatewayConfig): { failuresToMarkDown: number; successesToMarkUp: number } {
@@ -175,8 +196,10 @@ export class Gateway {
       responseOwners: new ResponseOwners(clock, responseOwnerSettings(config)),
       outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
       budgets: new TokenBudgets(budgetSettings(config)),
+      classifier: undefined,
       settings: deriveSettings(config, registry.tiers()),
     };
+    runtime.classifier = createClassifier(runtime);
     this.runtime = runtime;
     metrics.initTiers(registry.tiers());
 
@@ -285,6 +308,8 @@ export class Gateway {
       changed.push("server.host/port changed: takes effect at the next restart");
     }
     rt.settings = deriveSettings(config, rt.registry.tiers());
+    // A fresh verdict cache: a reload may change the tiers, the model asked or its prompt.
+    rt.classifier = createClassifier(rt);
     changed.push(`${config.backends.length} backends in ${rt.registry.tiers().length} tiers`);
     rt.logger.info({ changed }, "config reloaded");
     return { changed };
