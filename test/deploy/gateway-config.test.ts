@@ -7,7 +7,8 @@ import { byName, containerPort, podOf, renderBase } from "./base.js";
 
 const base = renderBase();
 const text = byName(base.configMaps, "agent-serve-config").data?.["gateway.yaml"] ?? "";
-const NAMESPACE = "agent-serve";
+// The namespace kustomize put the objects in: the config's DNS names must use it.
+const NAMESPACE = byName(base.configMaps, "agent-serve-config").metadata?.namespace ?? "(none)";
 const clusterName = (service: string) => `${service}.${NAMESPACE}.svc.cluster.local`;
 
 interface RedisStore {

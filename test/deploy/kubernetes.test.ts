@@ -26,8 +26,9 @@ import {
   type Manifest,
 } from "./kustomize.js";
 
-const NAMESPACE = "agent-serve";
 const base = renderBase();
+// Everything lives in the namespace the gateway config's DNS names use (gateway-config.test.ts checks those).
+const NAMESPACE = "agent-serve";
 const gateway = byName(base.deployments, "agent-serve");
 const gatewayPod = podOf(gateway);
 const gatewayContainer = gatewayPod.containers[0]!;
