@@ -275,6 +275,7 @@ describe("the Prometheus example (deploy/kubernetes/examples/prometheus-scrape.y
     interface Job {
       job_name: string;
       dns_sd_configs: { names: string[]; type: string; port: number }[];
+      relabel_configs?: { target_label: string; replacement: string }[];
     }
     const config = parseYaml(readFileSync(path, "utf8")) as { scrape_configs: Job[] };
     const suffix = `.${NAMESPACE}.svc.cluster.local`;
@@ -287,6 +288,11 @@ describe("the Prometheus example (deploy/kubernetes/examples/prometheus-scrape.y
           expect(service.spec?.clusterIP).toBe("None");
           expect(service.spec?.ports?.map((p) => p.port)).toContain(sd.port);
           scraped.push(service.metadata!.name!);
+          // A job that labels its targets with a tier names the tier of the pods it scrapes.
+          const tier = job.relabel_configs?.find((r) => r.target_label === "tier")?.replacement;
+          const pods = workloads.filter((w) => selects(service.spec?.selector, podOf(w).labels));
+          if (tier !== undefined)
+            expect(pods.map((w) => podOf(w).labels["agent-serve/tier"])).toEqual([tier]);
         }
       }
     }
