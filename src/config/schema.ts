@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { BALANCER_NAMES } from "../affinity/balancers.js";
 import { tracingSchema } from "../tracing/config.js";
+import { bindingStoreSchema, budgetStoreSchema, discoverySchema } from "./shared-state.js";
 
 const positiveInt = (what: string) =>
   z
@@ -115,6 +116,8 @@ const admissionSchema = z.strictObject({
   max_agents: positiveInt("a positive integer").default(100_000),
   /** Charge requests without an agent id (X-Agent-Id or an API key's agent) to one shared budget. */
   budget_anonymous: z.boolean({ error: "must be true or false" }).default(false),
+  /** Where budgets are counted: only `{kind: memory}` (per process) is built (src/config/shared-state.ts). */
+  store: budgetStoreSchema,
 });
 
 /** The LLM tier classifier: asked when the rules do not decide an `auto` request (off by default). */
@@ -159,6 +162,8 @@ const affinitySchema = z.strictObject({
   balancer: z
     .enum(BALANCER_NAMES, { error: `must be one of ${BALANCER_NAMES.join(", ")}` })
     .default("least_inflight"),
+  /** Where bindings live: only `{kind: memory}` (per process) is built (src/config/shared-state.ts). */
+  store: bindingStoreSchema,
 });
 
 /** The Responses API: which engine stores each response, so that `previous_response_id` finds it again. */
@@ -206,6 +211,7 @@ export const gatewayConfigSchema = z
     health: section(healthSchema.prefault({})),
     upstream: section(upstreamSchema.prefault({})),
     responses: section(responsesSchema.prefault({})),
+    discovery: discoverySchema,
   })
   .superRefine((config, ctx) => {
     const seen = new Map<string, number>();
