@@ -48,7 +48,7 @@ export async function handleCompletion(
     tier = conversation.owner.tier;
   } else if (tierSource === "auto_default" && rt.classifier !== undefined) {
     // The rules left it open: the classifier may say otherwise (bounded by its timeout, never failing).
-    const verdict = await rt.classifier.classify(lastTurnText(request), rt.registry.tiers(), tier);
+    const verdict = await rt.classifier.classify(lastTurnText(request), tier);
     if (verdict.outcome === "answered" || verdict.outcome === "cached") {
       tier = verdict.tier;
       tierSource = "classifier";
