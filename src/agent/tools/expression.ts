@@ -16,28 +16,41 @@ export interface ExpressionLimits {
 
 export const DEFAULT_EXPRESSION_LIMITS: ExpressionLimits = { maxChars: 500, maxDepth: 64 };
 
-const CONSTANTS: Record<string, number> = { pi: Math.PI, e: Math.E, tau: 2 * Math.PI };
+// Maps, not object literals: a lookup of "constructor" or "__proto__" must find nothing.
+const CONSTANTS = new Map<string, number>([
+  ["pi", Math.PI],
+  ["e", Math.E],
+  ["tau", 2 * Math.PI],
+]);
 
 /** Functions with their arity (a range): a wrong count is an error, not NaN. */
-const FUNCTIONS: Record<string, { min: number; max: number; apply: (args: number[]) => number }> = {
-  sqrt: { min: 1, max: 1, apply: ([x]) => Math.sqrt(x!) },
-  abs: { min: 1, max: 1, apply: ([x]) => Math.abs(x!) },
-  round: { min: 1, max: 1, apply: ([x]) => Math.round(x!) },
-  floor: { min: 1, max: 1, apply: ([x]) => Math.floor(x!) },
-  ceil: { min: 1, max: 1, apply: ([x]) => Math.ceil(x!) },
-  ln: { min: 1, max: 1, apply: ([x]) => Math.log(x!) },
-  log10: { min: 1, max: 1, apply: ([x]) => Math.log10(x!) },
-  log2: { min: 1, max: 1, apply: ([x]) => Math.log2(x!) },
-  exp: { min: 1, max: 1, apply: ([x]) => Math.exp(x!) },
-  sin: { min: 1, max: 1, apply: ([x]) => Math.sin(x!) },
-  cos: { min: 1, max: 1, apply: ([x]) => Math.cos(x!) },
-  tan: { min: 1, max: 1, apply: ([x]) => Math.tan(x!) },
-  min: { min: 1, max: 64, apply: (xs) => Math.min(...xs) },
-  max: { min: 1, max: 64, apply: (xs) => Math.max(...xs) },
-};
+interface MathFunction {
+  min: number;
+  max: number;
+  apply: (args: number[]) => number;
+}
 
-export const FUNCTION_NAMES = Object.keys(FUNCTIONS);
-export const CONSTANT_NAMES = Object.keys(CONSTANTS);
+const FUNCTIONS = new Map<string, MathFunction>(
+  Object.entries({
+    sqrt: { min: 1, max: 1, apply: ([x]) => Math.sqrt(x!) },
+    abs: { min: 1, max: 1, apply: ([x]) => Math.abs(x!) },
+    round: { min: 1, max: 1, apply: ([x]) => Math.round(x!) },
+    floor: { min: 1, max: 1, apply: ([x]) => Math.floor(x!) },
+    ceil: { min: 1, max: 1, apply: ([x]) => Math.ceil(x!) },
+    ln: { min: 1, max: 1, apply: ([x]) => Math.log(x!) },
+    log10: { min: 1, max: 1, apply: ([x]) => Math.log10(x!) },
+    log2: { min: 1, max: 1, apply: ([x]) => Math.log2(x!) },
+    exp: { min: 1, max: 1, apply: ([x]) => Math.exp(x!) },
+    sin: { min: 1, max: 1, apply: ([x]) => Math.sin(x!) },
+    cos: { min: 1, max: 1, apply: ([x]) => Math.cos(x!) },
+    tan: { min: 1, max: 1, apply: ([x]) => Math.tan(x!) },
+    min: { min: 1, max: 64, apply: (xs) => Math.min(...xs) },
+    max: { min: 1, max: 64, apply: (xs) => Math.max(...xs) },
+  } satisfies Record<string, MathFunction>),
+);
+
+export const FUNCTION_NAMES = [...FUNCTIONS.keys()];
+export const CONSTANT_NAMES = [...CONSTANTS.keys()];
 
 type Token =
   | { kind: "number"; value: number; at: number }
@@ -145,7 +158,7 @@ class Parser {
     if (token.kind === "number") return token.value;
     if (token.kind === "name") {
       if (this.peekOp("(") !== undefined) return this.call(token.value, token.at);
-      const constant = CONSTANTS[token.value];
+      const constant = CONSTANTS.get(token.value);
       if (constant === undefined)
         throw new SyntaxProblem(`unknown name '${token.value}' at position ${token.at + 1}`);
       return constant;
@@ -159,7 +172,7 @@ class Parser {
   }
 
   private call(name: string, at: number): number {
-    const fn = FUNCTIONS[name];
+    const fn = FUNCTIONS.get(name);
     if (fn === undefined) throw new SyntaxProblem(`unknown function '${name}' at position ${at + 1}`);
     this.index++; // "("
     const args = this.nested(() => {
