@@ -84,8 +84,8 @@ export function gatewayModel(options: GatewayModelOptions): ChatModel {
         .create({
           model: options.model,
           messages: request.messages,
-          tools: request.tools,
-          tool_choice: request.toolChoice,
+          // The API refuses an empty tools list, and tool_choice without tools.
+          ...(request.tools.length > 0 ? { tools: request.tools, tool_choice: request.toolChoice } : {}),
           max_tokens: options.maxTokens,
           stream: true,
           stream_options: { include_usage: true },
