@@ -16,9 +16,11 @@ import type { SimMetrics } from "./metrics.js";
 import { answerInfoRoute, type InfoSource } from "./info-routes.js";
 import type { Usage } from "./openai-shapes.js";
 import type { SimProfile } from "./profiles.js";
+import { planChatReply } from "./reply-plan.js";
 import { createEngineRequest } from "./request-factory.js";
 import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "./request-parser.js";
 import type { EngineRequest } from "./request.js";
+import type { ToolCallPlan, ToolCallRates } from "./tool-calls.js";
 import { encode } from "./tokenizer.js";
 
 export interface SimServerDeps {
@@ -30,6 +32,8 @@ export interface SimServerDeps {
   metrics: SimMetrics;
   /** Dice for error_rate faults. */
   random: Random;
+  /** How often tool calls happen when a request offers tools. */
+  toolCallRates: ToolCallRates;
   /** Called once the engine has died from a `die` fault (the CLI exits the process here). */
   onDie?: () => void;
 }
@@ -304,9 +308,16 @@ export class SimServer {
     const id = `${endpoint === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`;
     const choices: EngineRequest[] = [];
     const promptIndexOfChoice: number[] = [];
+    const toolPlans: (ToolCallPlan | undefined)[] = [];
+    const seed = request.seed ?? this.deps.seed;
     prompts.forEach((promptTokenIds, promptIndex) => {
       for (let sample = 0; sample < request.n; sample++) {
         promptIndexOfChoice.push(promptIndex);
+        const script =
+          request.endpoint === "chat"
+            ? planChatReply(request, this.deps.toolCallRates, { promptTokenIds, seed, choiceIndex: sample })
+            : undefined;
+        toolPlans.push(script?.toolPlan);
         choices.push(
           createEngineRequest({
             id: `${id}-${choices.length}`,
@@ -314,9 +325,10 @@ export class SimServer {
             maxTokens: request.maxTokens,
             maxModelLen: this.deps.maxModelLen,
             stop: this.deps.profile.stop,
-            seed: request.seed ?? this.deps.seed,
+            seed,
             choiceIndex: sample,
             cacheSalt: request.cacheSalt,
+            scriptedText: script?.text,
           }),
         );
       }
@@ -332,6 +344,7 @@ export class SimServer {
       choices,
       promptIndexOfChoice,
       promptTokens: prompts.reduce((sum, prompt) => sum + prompt.length, 0),
+      toolPlans,
     });
     for (const choice of choices) loop.submit(choice, response);
     response.sendHeadersSoon();
