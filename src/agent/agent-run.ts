@@ -43,39 +43,43 @@ export async function runAgentDemo(
     const baseUrl = demo?.url ?? options.gatewayUrl!;
     const timeScale = demo?.timeScale ?? 1;
     const toolbox = new Toolbox(await defaultTools());
-    const view = options.view(timeScale);
-    const nowMs = (): number => performance.now();
-    const runs = await runFleet({
-      agents: options.agents,
-      turns: options.turns,
-      maxSteps: options.maxSteps,
-      toolbox,
-      runId: options.runId,
-      events: view,
-      modelFor: (sessionId) =>
-        sessionModel(
-          {
-            baseUrl,
-            apiKey: options.apiKey,
-            model: options.model,
-            tierHint: options.tierHint,
-            maxTokens: options.maxTokens,
-            timeoutMs: options.requestTimeoutMs,
-            nowMs,
-          },
-          sessionId,
-        ),
-    });
-    view.finish();
-    const result = summarize({
-      runs,
-      toolNames: toolbox.tools.map((tool) => tool.name),
-      timeScale,
-      seed: options.seed,
-      maxSteps: options.maxSteps,
-      configs: [demo?.config ?? { gateway: options.gatewayUrl }],
-    });
-    return { result, runs };
+    try {
+      const view = options.view(timeScale);
+      const nowMs = (): number => performance.now();
+      const runs = await runFleet({
+        agents: options.agents,
+        turns: options.turns,
+        maxSteps: options.maxSteps,
+        toolbox,
+        runId: options.runId,
+        events: view,
+        modelFor: (sessionId) =>
+          sessionModel(
+            {
+              baseUrl,
+              apiKey: options.apiKey,
+              model: options.model,
+              tierHint: options.tierHint,
+              maxTokens: options.maxTokens,
+              timeoutMs: options.requestTimeoutMs,
+              nowMs,
+            },
+            sessionId,
+          ),
+      });
+      view.finish();
+      const result = summarize({
+        runs,
+        toolNames: toolbox.tools.map((tool) => tool.name),
+        timeScale,
+        seed: options.seed,
+        maxSteps: options.maxSteps,
+        configs: [demo?.config ?? { gateway: options.gatewayUrl }],
+      });
+      return { result, runs };
+    } finally {
+      await toolbox.close();
+    }
   } finally {
     await demo?.close();
   }

@@ -8,6 +8,9 @@ export interface ToolCallRecord {
   durationMs: number;
 }
 
+/** How much longer the toolbox waits for a self-timed tool (the sandbox's interrupt, then its hard stop). */
+const SELF_TIMED_GRACE_MS = 1000;
+
 export class Toolbox {
   private readonly byName: Map<string, AgentTool>;
 
@@ -16,6 +19,10 @@ export class Toolbox {
     private readonly nowMs: () => number = () => performance.now(),
   ) {
     this.byName = new Map(tools.map((tool) => [tool.name, tool]));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.tools.map((tool) => tool.close?.()));
   }
 
   /** The `tools` parameter of a chat completion. */
@@ -52,10 +59,13 @@ export class Toolbox {
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<ToolResult>((resolve) => {
-      timer = setTimeout(() => {
-        controller.abort();
-        resolve(failure(`${name} took longer than its limit of ${tool.limits.timeoutMs} ms`));
-      }, tool.limits.timeoutMs);
+      timer = setTimeout(
+        () => {
+          controller.abort();
+          resolve(failure(`${name} took longer than its limit of ${tool.limits.timeoutMs} ms`));
+        },
+        tool.limits.timeoutMs + (tool.selfTimed === true ? SELF_TIMED_GRACE_MS : 0),
+      );
     });
     try {
       const result = await Promise.race([

@@ -155,6 +155,30 @@ describe("runTurn", () => {
 });
 
 describe("Toolbox", () => {
+  it("lets a self-timed tool report its own stop past its limit", async () => {
+    const selfTimed: AgentTool = {
+      ...echoTool,
+      name: "sandboxish",
+      selfTimed: true,
+      limits: { ...echoTool.limits, timeoutMs: 5 },
+      run: () =>
+        new Promise((resolve) =>
+          setTimeout(
+            () => resolve({ ok: false, output: "error: stopped: the code ran longer than 5 ms" }),
+            30,
+          ),
+        ),
+    };
+    expect(await new Toolbox([selfTimed]).call("sandboxish", "{}")).toMatchObject({
+      ok: false,
+      output: "error: stopped: the code ran longer than 5 ms",
+    });
+    // The same tool, not self-timed, is stopped by the toolbox at its limit.
+    expect(await new Toolbox([{ ...selfTimed, selfTimed: false }]).call("sandboxish", "{}")).toMatchObject({
+      output: "error: sandboxish took longer than its limit of 5 ms",
+    });
+  });
+
   it("describes its tools as OpenAI function tools", () => {
     expect(new Toolbox([calculatorTool()]).definitions()).toEqual([
       {

@@ -171,7 +171,16 @@ function installConsole(context: QuickJSContext, output: OutputBuffer): void {
   consoleObject.dispose();
 }
 
-export function runJavascriptTool(sandbox: JsSandbox, limits: ToolLimits = RUN_JAVASCRIPT_LIMITS): AgentTool {
+/** Where code runs: a JsSandbox on this thread (tests, with an injected clock) or a WorkerSandbox (the product). */
+export interface JavaScriptRunner {
+  run(code: string, limits: ToolLimits): ToolResult | Promise<ToolResult>;
+  close?(): Promise<void>;
+}
+
+export function runJavascriptTool(
+  sandbox: JavaScriptRunner,
+  limits: ToolLimits = RUN_JAVASCRIPT_LIMITS,
+): AgentTool {
   return {
     name: "run_javascript",
     description:
@@ -185,10 +194,12 @@ export function runJavascriptTool(sandbox: JsSandbox, limits: ToolLimits = RUN_J
       additionalProperties: false,
     },
     limits,
+    selfTimed: true,
     run(args) {
       const code = stringArg(args, "code");
       if (typeof code !== "string") return Promise.resolve(code);
       return Promise.resolve(sandbox.run(code, limits));
     },
+    close: () => sandbox.close?.() ?? Promise.resolve(),
   };
 }

@@ -29,8 +29,15 @@ export interface AgentTool {
   readonly description: string;
   readonly parameters: JsonSchemaObject;
   readonly limits: ToolLimits;
+  /**
+   * The tool stops itself at its time limit and says so (the sandbox): the toolbox's own stop then waits a
+   * grace period longer, so the tool's message wins. Others are stopped by the toolbox at the limit.
+   */
+  readonly selfTimed?: boolean;
   /** Runs one call with already-parsed arguments; never throws for bad input (returns ok: false). */
   run(args: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult>;
+  /** Frees what the tool holds (worker threads); the run calls it once at the end. */
+  close?(): Promise<void>;
 }
 
 export function failure(message: string): ToolResult {
