@@ -33,7 +33,8 @@ flags:
       --max-tokens N    max_tokens of every model call (default 256)
       --timeout-seconds N  per model call (default 120)
       --api-key KEY     bearer key for a gateway with client keys (default $AGENT_SERVE_API_KEY)
-      --seed N          recorded in the report; names the run (default 42)
+      --seed N          recorded in the report; names the embedded demo's sessions, so the same seed
+                        gives the same placement (default 42)
       --out DIR         where run directories go (default studies/results)
   -h, --help            this text`;
 
@@ -110,7 +111,9 @@ export const agentCommand: Command = {
       apiKey: values["api-key"] ?? process.env["AGENT_SERVE_API_KEY"] ?? "agent-serve-demo",
       requestTimeoutMs: timeoutSeconds * 1000,
       seed,
-      runId: id,
+      // Session ids name the run: fixed for a fresh embedded demo (same seed, same placement, reproducible);
+      // with the timestamp on a long-lived gateway, so a rerun never finds the last run's bindings.
+      runId: values.gateway === undefined ? `agent-s${seed}` : id,
       view: (scale) =>
         liveView({
           agents,
