@@ -174,7 +174,8 @@ export class SchemaValueGenerator {
     const prefix = Array.isArray(schema["prefixItems"]) ? (schema["prefixItems"] as unknown[]) : [];
     const min = Math.max(numberOr(schema["minItems"], 0), prefix.length);
     const max = Math.max(min, numberOr(schema["maxItems"], Math.max(min, DEFAULT_MAX_ITEMS)));
-    const count = depth >= MAX_DEPTH ? min : intBetween(this.random, Math.max(min, 1), max);
+    // At least one item when the schema allows it: an empty array says little.
+    const count = depth >= MAX_DEPTH ? min : intBetween(this.random, Math.min(Math.max(min, 1), max), max);
     const items = schema["items"];
     const out: JsonValue[] = [];
     for (let i = 0; i < count; i++) {

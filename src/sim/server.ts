@@ -6,6 +6,8 @@ import type { AddressInfo, Socket } from "node:net";
 import { systemClock } from "../core/clock.js";
 import type { Random } from "../core/random.js";
 import { renderChat } from "./chat-template.js";
+import { ResponseStore } from "./response-store.js";
+import { ResponsesApi } from "./responses-routes.js";
 import { SIM_DEFAULTS } from "./defaults.js";
 import type { EngineLoop } from "./engine-loop.js";
 import { errorTypeForStatus, sendError, sendRouteError, SimRequestError } from "./errors.js";
@@ -90,6 +92,7 @@ export class SimServer {
   private readonly closed: Promise<void>;
   private resolveClosed: () => void = () => undefined;
   readonly counters: ServerCounters = zeroCounters();
+  private readonly responses: ResponsesApi;
 
   /** Handed to every response: how it reads the fault, cancels its engine work and reports its outcome. */
   private readonly responseHost: ResponseHost = {
@@ -108,6 +111,17 @@ export class SimServer {
       metrics: deps.metrics,
       nowSeconds,
     };
+    this.responses = new ResponsesApi({
+      model: deps.model,
+      profile: deps.profile,
+      maxModelLen: deps.maxModelLen,
+      seed: deps.seed,
+      loop: deps.loop,
+      toolCallRates: deps.toolCallRates,
+      store: new ResponseStore(SIM_DEFAULTS.responseStoreCapacity),
+      host: this.responseHost,
+      nowSeconds,
+    });
     this.http = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
       try {
         this.route(req, res);
@@ -178,6 +192,11 @@ export class SimServer {
     const url = req.url ?? "/";
     const query = url.indexOf("?");
     const path = query < 0 ? url : url.slice(0, query);
+    if (ResponsesApi.owns(path)) {
+      if (this.fault.kind === "hang") return;
+      this.handleResponses(path, req, res).catch((err: unknown) => this.fail(res, err));
+      return;
+    }
     const methods = ROUTES.get(path);
     if (!methods) return sendRouteError(res, 404);
     if (!methods.includes(req.method ?? "")) return sendRouteError(res, 405);
@@ -250,21 +269,37 @@ export class SimServer {
     }
     const prompts = this.tokenize(request);
 
-    if (shouldInjectError(this.fault, this.deps.random)) {
-      const status =
-        this.fault.kind === "error_rate" ? (this.fault.status ?? SIM_DEFAULTS.injectedErrorStatus) : 500;
-      throw new SimRequestError(
-        "Simulated engine failure (injected fault)",
-        status,
-        errorTypeForStatus(status),
-      );
-    }
+    this.injectFaults();
     if (this.fault.kind === "slow") {
       await this.sleep(this.fault.extraLatencyMs);
       if (res.destroyed) this.counters.requestsAborted += 1;
     }
     if (this.fault.kind === "hang" || this.dead || res.destroyed) return;
     this.start(request, prompts, res, endpoint);
+  }
+
+  /** The Responses API: creation counts as a generation request (and meets injected faults); reads do not. */
+  private async handleResponses(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const creates = path === "/v1/responses" && req.method === "POST";
+    if (creates) {
+      this.counters.requestsReceived += 1;
+      this.injectFaults();
+      if (this.fault.kind === "slow") await this.sleep(this.fault.extraLatencyMs);
+      if (this.dead || res.destroyed) return;
+    }
+    await this.responses.handle(path, req, res);
+  }
+
+  /** Throws the injected failure when an error_rate fault's dice say so. */
+  private injectFaults(): void {
+    if (!shouldInjectError(this.fault, this.deps.random)) return;
+    const status =
+      this.fault.kind === "error_rate" ? (this.fault.status ?? SIM_DEFAULTS.injectedErrorStatus) : 500;
+    throw new SimRequestError(
+      "Simulated engine failure (injected fault)",
+      status,
+      errorTypeForStatus(status),
+    );
   }
 
   /** Prompt token ids per prompt, checked against the context window as vLLM checks them. */
