@@ -5,6 +5,8 @@ export interface SlotHolder {
   readonly id: string;
   maxInflight: number;
   inflight: number;
+  /** Requests waiting here for a slot on it: kept up to date by BackendSlots, read by placement. */
+  queued: number;
 }
 
 export interface QueueSettings {
@@ -23,6 +25,7 @@ interface Waiter {
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
   abort: WaitAbort | undefined;
+  holder: SlotHolder;
 }
 
 /** Rejects queued requests whose backend went down, so they fail over instead of waiting it out. */
@@ -67,6 +70,7 @@ export class BackendSlots {
         resolve,
         reject,
         abort,
+        holder: backend,
         timer: setTimeout(() => {
           this.remove(backend.id, waiter);
           reject(
@@ -92,6 +96,7 @@ export class BackendSlots {
       }
       list.push(waiter);
       this.waiting++;
+      backend.queued++;
     });
   }
 
@@ -105,6 +110,7 @@ export class BackendSlots {
       return;
     }
     this.waiting--;
+    backend.queued--;
     this.settle(next);
     next.resolve();
   }
@@ -115,6 +121,7 @@ export class BackendSlots {
     while (queue !== undefined && queue.length > 0 && backend.inflight < backend.maxInflight) {
       const next = queue.shift()!;
       this.waiting--;
+      backend.queued--;
       backend.inflight++;
       this.settle(next);
       next.resolve();
@@ -128,6 +135,7 @@ export class BackendSlots {
     this.queues.delete(backendId);
     for (const waiter of queue) {
       this.waiting--;
+      waiter.holder.queued--;
       this.settle(waiter);
       waiter.reject(new SlotUnavailableError(reason));
     }
@@ -139,6 +147,7 @@ export class BackendSlots {
     if (at < 0) return;
     queue!.splice(at, 1);
     this.waiting--;
+    waiter.holder.queued--;
     waiter.abort?.listen(undefined);
   }
 
