@@ -68,7 +68,7 @@ export async function handleCompletion(
   const exclude = new Set<string>();
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < rt.settings.maxAttempts) {
-    const selection = scheduler.selectBackend(client.sessionId, tier, registry.tier(tier), exclude);
+    const selection = scheduler.selectBackend(client.sessionId, tier, registry.tier(tier), exclude, request);
     if (selection === undefined) break;
     const { backend } = selection;
     ctx.attempts++;

@@ -1,4 +1,6 @@
 // What the gateway reads from a completion request body: only the fields routing needs, validated shallowly.
+import type { Hash64 } from "../affinity/hash.js";
+import { prefixKeyOf } from "../affinity/prefix-key.js";
 import { GatewayError } from "../core/errors.js";
 
 export type Endpoint = "chat" | "completions";
@@ -14,6 +16,11 @@ export interface CompletionRequest {
   promptChars: number;
   /** The last message is a tool result or an assistant tool call: the agent loop is mid-step. */
   toolFollowup: boolean;
+  /**
+   * Hash of the prompt's shared leading part (src/affinity/prefix-key.ts), the placement key of requests
+   * without a session id; computed on first read, so requests that never need it never pay for it.
+   */
+  readonly prefixKey: Hash64 | undefined;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -92,6 +99,7 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     chars = promptChars(prompt);
   }
 
+  let prefixKey: Hash64 | null | undefined; // null: computed, and there is none
   return {
     endpoint,
     body,
@@ -99,6 +107,10 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     stream: stream === true,
     promptChars: chars,
     toolFollowup,
+    get prefixKey() {
+      if (prefixKey === undefined) prefixKey = prefixKeyOf(endpoint, body) ?? null;
+      return prefixKey ?? undefined;
+    },
   };
 }
 
