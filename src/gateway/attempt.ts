@@ -5,14 +5,30 @@ import type { Dispatcher } from "undici";
 import type { Backend } from "../backends/backend.js";
 import { stopReasonError, type AttemptAbort } from "./attempt-abort.js";
 import { engineErrorEnvelope } from "./engine-error.js";
-import { metadataHeaders, spliceMetadataIntoJson, type AgentServeMetadata } from "./response-metadata.js";
-import type { GatewayRuntime } from "./runtime.js";
+import {
+  metadataHeaders,
+  metadataMember,
+  spliceMemberIntoJson,
+  type AgentServeMetadata,
+} from "./response-metadata.js";
 import { SseRelay, sseEvent } from "./sse-relay.js";
 import { extractUsage, type TokenUsage } from "./usage.js";
 import { AttemptFailure, classifyUpstreamError, type AbandonReason } from "./upstream-failure.js";
 
+/** What an attempt needs from the gateway besides its plan (built once per gateway, not per request). */
+export interface AttemptEnv {
+  readonly nowMs: () => number;
+  readonly firstByteTimeoutMs: number;
+  /** Registers the attempt so that a backend going down abandons it; returns the undo. */
+  readonly track: (backendId: string, abort: AttemptAbort) => () => void;
+  /** A stream's time to first token, in seconds. */
+  readonly firstToken: (tier: string, seconds: number) => void;
+}
+
 export interface AttemptPlan {
   backend: Backend;
+  /** The backend's pooled connections and base path. */
+  upstream: { pool: Dispatcher; basePath: string };
   path: string;
   body: Buffer;
   stream: boolean;
@@ -39,6 +55,8 @@ export interface AttemptResult {
   streamError?: string;
   /** What the engine reported it used, when it did. */
   usage?: TokenUsage;
+  /** The stream broke mid-way because of the engine (not the client): a failure for its health. */
+  engineFault?: boolean;
 }
 const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
 
@@ -46,12 +64,8 @@ const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
  * Runs one attempt. Rejects with AttemptFailure when the engine failed before anything reached the client
  * (the caller may retry elsewhere), or with the request's cancel reason when the client went away.
  */
-export function runAttempt(
-  rt: GatewayRuntime,
-  plan: AttemptPlan,
-  res: ServerResponse,
-): Promise<AttemptResult> {
-  return new Promise((resolve, reject) => new AttemptHandler(rt, plan, res, resolve, reject).start());
+export function runAttempt(env: AttemptEnv, plan: AttemptPlan, res: ServerResponse): Promise<AttemptResult> {
+  return new Promise((resolve, reject) => new AttemptHandler(env, plan, res, resolve, reject).start());
 }
 
 type Mode = "pending" | "failed-status" | "buffer" | "stream";
@@ -76,24 +90,24 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   };
 
   constructor(
-    private readonly rt: GatewayRuntime,
+    private readonly env: AttemptEnv,
     private readonly plan: AttemptPlan,
     private readonly res: ServerResponse,
     private readonly resolve: (result: AttemptResult) => void,
     private readonly reject: (err: Error) => void,
   ) {
-    this.untrack = rt.attempts.track(plan.backend.id, plan.abort);
+    this.untrack = env.track(plan.backend.id, plan.abort);
     plan.abort.listen(this.onAbort);
     // Our own timer rather than undici's headersTimeout: undici's timers tick once a second, and this one
     // also covers a stream's first chunk. It stops when the first byte is about to reach the client.
     this.firstByteTimer = setTimeout(
       () => plan.abort.abort("first_byte_timeout" satisfies AbandonReason),
-      rt.settings.firstByteTimeoutMs,
+      env.firstByteTimeoutMs,
     );
   }
 
   start(): void {
-    const { pool, basePath } = this.rt.pools.get(this.plan.backend);
+    const { pool, basePath } = this.plan.upstream;
     pool.dispatch(
       {
         method: "POST",
@@ -101,7 +115,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
         headers: this.plan.upstreamHeaders,
         body: this.plan.body,
         headersTimeout: 0,
-        bodyTimeout: this.rt.settings.firstByteTimeoutMs,
+        bodyTimeout: this.env.firstByteTimeoutMs,
       },
       this,
     );
@@ -168,8 +182,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     const failure = classifyUpstreamError(error, this.plan.backend.id, abandoned);
     if (!this.committed) return this.fail(failure);
     // Bytes already reached the client, so no retry: an error event, the metadata, and a proper end.
-    if (failure.healthSignal) this.rt.registry.recordOutcome(this.plan.backend, false, "request");
-    this.endStreamWithError(failure.message, failure.code);
+    this.endStreamWithError(failure.message, failure.code, failure.healthSignal);
   }
 
   private commit(): void {
@@ -181,7 +194,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   private beginStream(): void {
     this.commit();
-    this.rt.metrics.firstToken(this.plan.meta.tier, (this.rt.clock.nowMs() - this.plan.startedAtMs) / 1000);
+    this.env.firstToken(this.plan.meta.tier, (this.env.nowMs() - this.plan.startedAtMs) / 1000);
     this.res.writeHead(200, {
       ...metadataHeaders(this.plan.meta),
       ...this.plan.headers,
@@ -189,16 +202,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       "cache-control": "no-cache",
       "x-accel-buffering": "no",
     });
-    this.relay = new SseRelay(
-      () =>
-        sseEvent({
-          id: `agentserve-${this.plan.headers["x-request-id"] ?? ""}`,
-          object: this.plan.path === "/v1/completions" ? "text_completion" : "chat.completion.chunk",
-          choices: [],
-          x_agent_serve: this.plan.meta,
-        }),
-      this.plan.stripUsage,
-    );
+    this.relay = new SseRelay(metadataMember(this.plan.meta), this.plan.stripUsage);
   }
 
   /**
@@ -225,7 +229,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private writeBuffered(body: Buffer): void {
     const ok = this.status === 200;
     const out = ok
-      ? (spliceMetadataIntoJson(body, this.plan.meta) ?? body)
+      ? (spliceMemberIntoJson(body, metadataMember(this.plan.meta)) ?? body)
       : Buffer.from(JSON.stringify(engineErrorEnvelope(body, this.status)));
     this.res.writeHead(this.status, {
       ...metadataHeaders(this.plan.meta),
@@ -236,7 +240,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     this.res.end(out);
   }
 
-  private endStreamWithError(message: string, code: string = "upstream_error"): void {
+  private endStreamWithError(message: string, code = "upstream_error", engineFault = true): void {
     const relay = this.relay!;
     if (!this.res.destroyed) {
       this.write([
@@ -245,7 +249,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       ]);
       this.res.end();
     }
-    this.succeed({ status: 200, streamError: message });
+    this.succeed({ status: 200, streamError: message, engineFault });
   }
 
   private cleanup(): void {

@@ -19,6 +19,7 @@ import type { GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { resolveTierSettings } from "../routing/tier-router.js";
 import { AttemptTracker } from "./attempt-tracker.js";
+import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { createGatewayServer } from "./server.js";
 import { UpstreamPools } from "./upstream-pools.js";
@@ -158,7 +159,7 @@ export class Gateway {
       connections: config.upstream.keep_alive_connections,
     });
     const attempts = new AttemptTracker();
-    this.runtime = {
+    const runtime: GatewayRuntime = {
       clock,
       logger,
       registry,
@@ -167,10 +168,19 @@ export class Gateway {
       pools,
       metrics,
       attempts,
+      attemptEnv: {
+        nowMs: () => clock.nowMs(),
+        get firstByteTimeoutMs() {
+          return runtime.settings.firstByteTimeoutMs;
+        },
+        track: (backendId, abort) => attempts.track(backendId, abort),
+        firstToken: (tier, seconds) => metrics.firstToken(tier, seconds),
+      },
+      outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
       budgets: new TokenBudgets(budgetSettings(config)),
-      probeSoon: (id) => this.health.probeSoon(id),
       settings: deriveSettings(config, registry.tiers()),
     };
+    this.runtime = runtime;
     metrics.initTiers(registry.tiers());
 
     registry.onHealthChange(({ backend, to, cause }) => {

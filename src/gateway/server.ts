@@ -17,8 +17,11 @@ import type { GatewayRuntime } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
 
 /** The cancel reason of a request whose client disconnected. */
-export class ClientClosedError extends Error {
+export class ClientClosedError extends GatewayError {
   override name = "ClientClosedError";
+  constructor(message: string) {
+    super("client_closed", message);
+  }
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) => Promise<void>;
