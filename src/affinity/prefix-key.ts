@@ -58,7 +58,10 @@ export function completionPrefixText(prompt: unknown): string {
 }
 
 /** The key, or undefined when the request has no shared leading part (a chat that opens with the user). */
-export function prefixKeyOf(endpoint: "chat" | "completions", body: Record<string, unknown>): Hash64 | undefined {
+export function prefixKeyOf(
+  endpoint: "chat" | "completions",
+  body: Record<string, unknown>,
+): Hash64 | undefined {
   const text = endpoint === "chat" ? chatPrefixText(body) : completionPrefixText(body["prompt"]);
   return text.length === 0 ? undefined : hashString(text);
 }

@@ -180,7 +180,12 @@ export class AffinityScheduler {
     const placement = hashSession(sessionId);
     const winner =
       this.loadFactor > 0
-        ? this.placeWithinBound(placement, { tier, sessionId, prefixKey: undefined, exclude }, candidates, nowMs)
+        ? this.placeWithinBound(
+            placement,
+            { tier, sessionId, prefixKey: undefined, exclude },
+            candidates,
+            nowMs,
+          )
         : rendezvousWinner(placement, candidates, (c) => c.state === "up" && !exclude.has(c.id));
     if (winner === undefined) return undefined;
     this.store.bind(sessionId, placement, winner.id, nowMs + this.ttlMs, nowMs);
