@@ -4,7 +4,12 @@ import type { Clock } from "../../src/core/clock.js";
 import type { Balancer } from "../../src/affinity/balancers.js";
 import { BROKEN, EXPIRED, type BindingStore } from "../../src/affinity/binding-store.js";
 import type { Hash64 } from "../../src/affinity/hash.js";
-import { hashSession, rendezvousRanking, rendezvousWinner, type RendezvousCandidate } from "../../src/affinity/rendezvous.js";
+import {
+  hashSession,
+  rendezvousRanking,
+  rendezvousWinner,
+  type RendezvousCandidate,
+} from "../../src/affinity/rendezvous.js";
 
 /** up: takes new sessions; draining: keeps its pinned sessions, takes no new ones; down: takes nothing. */
 export type BackendState = "up" | "down" | "draining";
