@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { pino, type Logger } from "pino";
 import { createBalancer } from "../affinity/balancers.js";
+import { ResponseOwners } from "../affinity/response-owners.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { BackendSlots } from "../admission/backend-slots.js";
@@ -17,8 +18,10 @@ import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import { TierClassifier } from "../routing/tier-classifier.js";
 import { resolveTierSettings } from "../routing/tier-router.js";
 import { AttemptTracker } from "./attempt-tracker.js";
+import { createClassifierAsk } from "./classifier-client.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { createGatewayServer } from "./server.js";
@@ -59,6 +62,10 @@ function engineSignalMaxAgeMs(config: GatewayConfig): number {
   return intervalMs > 0 ? 3 * intervalMs : 0;
 }
 
+function responseOwnerSettings(config: GatewayConfig): { ttlMs: number; maxEntries: number } {
+  return { ttlMs: config.responses.ttl_seconds * 1000, maxEntries: config.responses.max_entries };
+}
+
 function budgetSettings(config: GatewayConfig): BudgetSettings {
   return {
     windowMs: config.admission.budget_window_seconds * 1000,
@@ -87,6 +94,25 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
     adminToken: config.server.admin_token,
     apiKeys: new Map(config.server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id }])),
   };
+}
+
+/** The tier classifier of the runtime's current config, or undefined when it is off. */
+function createClassifier(rt: GatewayRuntime): TierClassifier | undefined {
+  const { routing } = rt.settings.config;
+  const settings = routing.classifier;
+  if (!settings.enabled) return undefined;
+  return new TierClassifier({
+    ask: createClassifierAsk(rt, {
+      tier: settings.tier ?? rt.settings.tiers.defaultTier,
+      model: settings.model,
+      prompt: settings.prompt,
+    }),
+    clock: rt.clock,
+    timeoutMs: settings.timeout_ms,
+    cacheTtlMs: (settings.cache_ttl_seconds ?? routing.classifier_cache_ttl_seconds) * 1000,
+    maxEntries: settings.max_entries,
+    record: (outcome, seconds) => rt.metrics.classifier(outcome, seconds),
+  });
 }
 
 function thresholdsOf(config: GatewayConfig): { failuresToMarkDown: number; successesToMarkUp: number } {
@@ -176,10 +202,13 @@ export class Gateway {
         track: (backendId, abort) => attempts.track(backendId, abort),
         firstToken: (tier, seconds) => metrics.firstToken(tier, seconds),
       },
+      responseOwners: new ResponseOwners(clock, responseOwnerSettings(config)),
       outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
       budgets: new TokenBudgets(budgetSettings(config)),
+      classifier: undefined,
       settings: deriveSettings(config, registry.tiers()),
     };
+    runtime.classifier = createClassifier(runtime);
     this.runtime = runtime;
     metrics.initTiers(registry.tiers());
 
@@ -274,6 +303,7 @@ export class Gateway {
       timeoutMs: config.health.probe_timeout_seconds * 1000,
     });
     this.loadPoller.configure(loadPollSettings(config));
+    rt.responseOwners.configure(responseOwnerSettings(config));
     const budgets = budgetSettings(config);
     if (rt.budgets.accepts(budgets)) {
       rt.budgets.configure(budgets);
@@ -289,6 +319,8 @@ export class Gateway {
       changed.push("server.host/port changed: takes effect at the next restart");
     }
     rt.settings = deriveSettings(config, rt.registry.tiers());
+    // A fresh verdict cache: a reload may change the tiers, the model asked or its prompt.
+    rt.classifier = createClassifier(rt);
     changed.push(`${config.backends.length} backends in ${rt.registry.tiers().length} tiers`);
     rt.logger.info({ changed }, "config reloaded");
     return { changed };
