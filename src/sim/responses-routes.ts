@@ -6,7 +6,7 @@ import { writeJson } from "../core/write-json.js";
 import { renderChat, type ChatMessage } from "./chat-template.js";
 import { SIM_DEFAULTS } from "./defaults.js";
 import type { EngineLoop } from "./engine-loop.js";
-import { sendRouteError, SimRequestError } from "./errors.js";
+import { checkServedModel, sendRouteError, SimRequestError } from "./errors.js";
 import type { ResponseHost } from "./generation-response.js";
 import { readJsonBody } from "./http-body.js";
 import type { SimProfile } from "./profiles.js";
@@ -74,14 +74,7 @@ export class ResponsesApi {
 
   private async create(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const request = parseResponsesRequest(await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes));
-    if (request.model !== undefined && request.model !== this.deps.model) {
-      throw new SimRequestError(
-        `The model \`${request.model}\` does not exist.`,
-        404,
-        "NotFoundError",
-        "model",
-      );
-    }
+    checkServedModel(request.model, this.deps.model);
     let history: readonly ChatMessage[] = [];
     if (request.previousResponseId !== undefined) {
       const previous = this.deps.store.get(request.previousResponseId);

@@ -10,7 +10,13 @@ import { ResponseStore } from "./response-store.js";
 import { ResponsesApi } from "./responses-routes.js";
 import { SIM_DEFAULTS } from "./defaults.js";
 import type { EngineLoop } from "./engine-loop.js";
-import { errorTypeForStatus, sendError, sendRouteError, SimRequestError } from "./errors.js";
+import {
+  checkServedModel,
+  errorTypeForStatus,
+  sendError,
+  sendRouteError,
+  SimRequestError,
+} from "./errors.js";
 import { HEALTHY, parseFault, shouldInjectError, type SimFault } from "./faults.js";
 import { GenerationResponse, type ResponseHost, type ResponseOutcome } from "./generation-response.js";
 import { readJsonBody } from "./http-body.js";
@@ -259,14 +265,7 @@ export class SimServer {
     const body = await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes);
     const request: GenerateRequest =
       endpoint === "chat" ? parseChatRequest(body) : parseCompletionRequest(body);
-    if (request.model !== undefined && request.model !== this.deps.model) {
-      throw new SimRequestError(
-        `The model \`${request.model}\` does not exist.`,
-        404,
-        "NotFoundError",
-        "model",
-      );
-    }
+    checkServedModel(request.model, this.deps.model);
     const prompts = this.tokenize(request);
 
     this.injectFaults();

@@ -1,6 +1,7 @@
 // The Responses API stream relay: events pass as sent, the final event carries x_agent_serve, usage and id read.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { split } from "../helpers/split.js";
 import { ResponsesRelay } from "../../src/gateway/responses-relay.js";
 
 const MEMBER = ',"x_agent_serve":{"backend_id":"small-0"}';
@@ -23,17 +24,6 @@ function stream(deltas: string[], finalType = "response.completed"): string[] {
   };
   events.push(event(finalType, { response: { ...response, status: "completed", usage } }, events.length));
   return events;
-}
-
-function split(bytes: Buffer, cuts: number[]): Buffer[] {
-  const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-  const parts: Buffer[] = [];
-  let from = 0;
-  for (const cut of [...at, bytes.length]) {
-    parts.push(bytes.subarray(from, cut));
-    from = cut;
-  }
-  return parts;
 }
 
 describe("ResponsesRelay", () => {

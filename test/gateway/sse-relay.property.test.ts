@@ -1,6 +1,7 @@
 // The SSE relay against a plain model of what it must do, for any way the engine's bytes are split into reads.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { split } from "../helpers/split.js";
 import { SseRelay } from "../../src/gateway/sse-relay.js";
 
 const MEMBER = ',"x_agent_serve":{"tier":"small"}';
@@ -30,18 +31,6 @@ function tokenEvent(text: string, usage?: Usage): string {
 
 function usageEvent(prompt: number, completion: number): string {
   return `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion } })}\n\n`;
-}
-
-/** Splits `bytes` at the given cut points (any positions, duplicates allowed). */
-function split(bytes: Buffer, cuts: number[]): Buffer[] {
-  const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-  const parts: Buffer[] = [];
-  let from = 0;
-  for (const cut of [...at, bytes.length]) {
-    parts.push(bytes.subarray(from, cut));
-    from = cut;
-  }
-  return parts;
 }
 
 function relay(parts: Buffer[], stripUsage: boolean): { out: string; relay: SseRelay } {
