@@ -146,8 +146,15 @@ async function threeTurnChat(
 
 /** Asks with tools, answers every call with its result, and asks again. */
 async function toolRound(library: ClientLibrary, target: Target, stream: boolean): Promise<TurnOutcome[]> {
-  const messages: Message[] = [{ role: "user", content: "What is the weather in Oslo, and what time is it there?" }];
-  const first = await library.chat!(target, { messages: [...messages], tools: TOOLS, stream, includeUsage: true });
+  const messages: Message[] = [
+    { role: "user", content: "What is the weather in Oslo, and what time is it there?" },
+  ];
+  const first = await library.chat!(target, {
+    messages: [...messages],
+    tools: TOOLS,
+    stream,
+    includeUsage: true,
+  });
   messages.push({ role: "assistant", content: first.text, toolCalls: first.toolCalls });
   for (const call of first.toolCalls) {
     messages.push({
@@ -310,7 +317,9 @@ function expectSameOnBothPaths(direct: TurnOutcome[], viaGateway: TurnOutcome[],
   expect(gatewayExchanges.length, "engine calls through the gateway").toBe(directExchanges.length);
   for (const [i, exchange] of directExchanges.entries()) {
     const asked = askedUsage(exchange);
-    expect(engineRequest(gatewayExchanges[i]!, asked), `engine request ${i}`).toEqual(engineRequest(exchange, asked));
+    expect(engineRequest(gatewayExchanges[i]!, asked), `engine request ${i}`).toEqual(
+      engineRequest(exchange, asked),
+    );
   }
   expect(viaGateway.map(pathIndependent)).toEqual(direct.map(pathIndependent));
 }

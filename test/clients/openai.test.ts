@@ -30,8 +30,13 @@ interface WithAgentServe {
   x_agent_serve?: { affinity_hit: boolean; session_id: string | null };
 }
 
-function seen(meta: WithAgentServe["x_agent_serve"], from: AgentServeSeen["from"]): AgentServeSeen | undefined {
-  return meta === undefined ? undefined : { affinityHit: meta.affinity_hit, sessionId: meta.session_id, from };
+function seen(
+  meta: WithAgentServe["x_agent_serve"],
+  from: AgentServeSeen["from"],
+): AgentServeSeen | undefined {
+  return meta === undefined
+    ? undefined
+    : { affinityHit: meta.affinity_hit, sessionId: meta.session_id, from };
 }
 
 function client(OpenAIClass: typeof OpenAI, target: Target): OpenAI {
@@ -152,7 +157,8 @@ class ChunkFold {
 function responseOutcome(response: ResponseObject, agentServe: AgentServeSeen | undefined): TurnOutcome {
   const toolCalls: ToolCall[] = [];
   for (const item of response.output) {
-    if (item.type === "function_call") toolCalls.push({ id: item.call_id, name: item.name, arguments: item.arguments });
+    if (item.type === "function_call")
+      toolCalls.push({ id: item.call_id, name: item.name, arguments: item.arguments });
   }
   const usage = response.usage;
   return {
@@ -259,4 +265,6 @@ export function openaiLibrary(name: string, OpenAIClass: typeof OpenAI): ClientL
 
 runClientCases(openaiLibrary(`openai ${installedVersion("openai")}`, OpenAI));
 // openai 7 declares Node >= 22; it is run here on Node 20 to show whether it works anyway.
-runClientCases(openaiLibrary(`openai ${installedVersion("openai-v7")}`, OpenAIv7 as unknown as typeof OpenAI));
+runClientCases(
+  openaiLibrary(`openai ${installedVersion("openai-v7")}`, OpenAIv7 as unknown as typeof OpenAI),
+);

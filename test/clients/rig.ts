@@ -33,7 +33,8 @@ export interface Rig {
 export function generationExchanges(target: Target): Exchange[] {
   return target.exchanges.filter(
     (e) =>
-      (e.method === "POST" && (e.path.startsWith("/v1/chat/completions") || e.path.startsWith("/v1/responses"))) ||
+      (e.method === "POST" &&
+        (e.path.startsWith("/v1/chat/completions") || e.path.startsWith("/v1/responses"))) ||
       (e.method !== "POST" && e.path.startsWith("/v1/responses/")),
   );
 }
@@ -53,7 +54,12 @@ export async function startRig(sessionId: string, sim: Partial<SimEngineOptions>
   };
   try {
     const start = async (label: string, log: Exchange[]): Promise<string> => {
-      const engine = await startSimEngine({ profile: "instant", model: CLIENT_MODEL, seed: CLIENT_SEED, ...sim });
+      const engine = await startSimEngine({
+        profile: "instant",
+        model: CLIENT_MODEL,
+        seed: CLIENT_SEED,
+        ...sim,
+      });
       engines.push(engine);
       const tap = await startEngineTap(label, engine.url, log);
       taps.push(tap);
@@ -66,7 +72,12 @@ export async function startRig(sessionId: string, sim: Partial<SimEngineOptions>
     const config = parseConfig(
       {
         server: { host: "127.0.0.1", port: 0 },
-        backends: backendUrls.map((url, i) => ({ id: `small-${i}`, tier: "small", base_url: url, model: CLIENT_MODEL })),
+        backends: backendUrls.map((url, i) => ({
+          id: `small-${i}`,
+          tier: "small",
+          base_url: url,
+          model: CLIENT_MODEL,
+        })),
       },
       "client-rig",
     );
