@@ -2,7 +2,7 @@
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import * as ai6 from "ai";
-import type { LanguageModel, ModelMessage, ToolSet } from "ai";
+import type { JSONSchema7, LanguageModel, ModelMessage, ToolSet } from "ai";
 import * as ai7 from "ai-v7";
 import { createOpenAI as createOpenAIv4 } from "ai-sdk-openai-v4";
 import { createOpenAICompatible as createOpenAICompatibleV3 } from "ai-sdk-openai-compatible-v3";
@@ -47,38 +47,38 @@ function toModelMessages(messages: Message[]): ModelMessage[] {
   return messages.flatMap((m): ModelMessage[] => (m.role === "system" ? [] : [toModelMessage(m)]));
 }
 
-function toModelMessage(m: Exclude<Message, { role: "system" }>): ModelMessage {
-  {
-    switch (m.role) {
-      case "user":
-        return { role: "user", content: m.content };
-      case "tool":
-        return {
-          role: "tool",
-          content: [
-            {
-              type: "tool-result",
-              toolCallId: m.toolCallId,
-              toolName: m.toolName,
-              output: { type: "text", value: m.content },
-            },
-          ],
-        };
-      case "assistant":
-        if (!m.toolCalls || m.toolCalls.length === 0) return { role: "assistant", content: m.content };
-        return {
-          role: "assistant",
-          content: [
-            ...(m.content === "" ? [] : [{ type: "text" as const, text: m.content }]),
-            ...m.toolCalls.map((c) => ({
-              type: "tool-call" as const,
-              toolCallId: c.id,
-              toolName: c.name,
-              input: JSON.parse(c.arguments) as unknown,
-            })),
-          ],
-        };
-    }
+function toModelMessage(m: Message): ModelMessage {
+  switch (m.role) {
+    case "system":
+      return { role: "system", content: m.content };
+    case "user":
+      return { role: "user", content: m.content };
+    case "tool":
+      return {
+        role: "tool",
+        content: [
+          {
+            type: "tool-result",
+            toolCallId: m.toolCallId,
+            toolName: m.toolName,
+            output: { type: "text", value: m.content },
+          },
+        ],
+      };
+    case "assistant":
+      if (!m.toolCalls || m.toolCalls.length === 0) return { role: "assistant", content: m.content };
+      return {
+        role: "assistant",
+        content: [
+          ...(m.content === "" ? [] : [{ type: "text" as const, text: m.content }]),
+          ...m.toolCalls.map((c) => ({
+            type: "tool-call" as const,
+            toolCallId: c.id,
+            toolName: c.name,
+            input: JSON.parse(c.arguments) as unknown,
+          })),
+        ],
+      };
   }
 }
 
@@ -87,7 +87,7 @@ function toToolSet(ai: Ai, tools: ToolSpec[] | undefined): ToolSet | undefined {
   return Object.fromEntries(
     tools.map((t) => [
       t.name,
-      ai.tool({ description: t.description, inputSchema: ai.jsonSchema(t.parameters) }),
+      ai.tool({ description: t.description, inputSchema: ai.jsonSchema(t.parameters as JSONSchema7) }),
     ]),
   );
 }
