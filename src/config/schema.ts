@@ -142,6 +142,14 @@ const affinitySchema = z.strictObject({
     .default("least_inflight"),
 });
 
+/** The Responses API: which engine stores each response, so that `previous_response_id` finds it again. */
+const responsesSchema = z.strictObject({
+  /** How long the gateway remembers a response's engine after its last use. */
+  ttl_seconds: positiveNumber("a positive number").default(86_400),
+  /** Cap of that table (least recently used forgotten first). */
+  max_entries: positiveInt("a positive integer").max(100_000_000).default(1_000_000),
+});
+
 const healthSchema = z.strictObject({
   probe_interval_seconds: positiveNumber("a positive number").default(10),
   failures_to_mark_down: positiveInt("a positive integer").default(3),
@@ -178,6 +186,7 @@ export const gatewayConfigSchema = z
     affinity: section(affinitySchema.prefault({})),
     health: section(healthSchema.prefault({})),
     upstream: section(upstreamSchema.prefault({})),
+    responses: section(responsesSchema.prefault({})),
   })
   .superRefine((config, ctx) => {
     const seen = new Map<string, number>();

@@ -11,6 +11,9 @@ import { runAttempt, type AttemptEnv, type AttemptResult } from "./attempt.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
 import type { RequestContext } from "./request-context.js";
 import type { UpstreamBodies } from "./upstream-body.js";
+import { ResponsesRelay } from "./responses-relay.js";
+import { SseRelay } from "./sse-relay.js";
+import type { StreamRelay } from "./stream-relay.js";
 import { AttemptFailure } from "./upstream-failure.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 
@@ -36,6 +39,10 @@ export interface RoutedRequest {
   path: string;
   bodies: UpstreamBodies;
   stream: boolean;
+  /** The Responses API: its event stream, and the response id to remember. */
+  responses: boolean;
+  /** Only this backend may answer (it stores the conversation the request continues): no failover elsewhere. */
+  onlyBackend: string | undefined;
 }
 
 /**
@@ -51,9 +58,17 @@ export async function runAttemptLoop(
 ): Promise<AttemptResult> {
   const { tier, sessionId } = request;
   const exclude = new Set<string>();
+  const createRelay = request.responses
+    ? (member: Buffer): StreamRelay => new ResponsesRelay(member)
+    : (member: Buffer): StreamRelay => new SseRelay(member, request.bodies.stripUsage);
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < deps.settings.maxAttempts) {
-    const selection = deps.scheduler.selectBackend(sessionId, tier, deps.registry.tier(tier), exclude);
+    const tierBackends = deps.registry.tier(tier);
+    const candidates =
+      request.onlyBackend === undefined
+        ? tierBackends
+        : tierBackends.filter((b) => b.id === request.onlyBackend);
+    const selection = deps.scheduler.selectBackend(sessionId, tier, candidates, exclude);
     if (selection === undefined) break;
     const { backend } = selection;
     ctx.attempts++;
@@ -102,7 +117,8 @@ export async function runAttemptLoop(
           abort,
           cancelled: () => ctx.cancelReason,
           startedAtMs: ctx.startedAtMs,
-          stripUsage: request.bodies.stripUsage,
+          createRelay,
+          readResponseId: request.responses,
           upstreamHeaders: backend.upstreamHeaders,
           onCommit: () => {
             committed = true;

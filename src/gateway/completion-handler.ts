@@ -1,16 +1,21 @@
-// POST /v1/chat/completions and /v1/completions, in stages that read in order: admit -> parse -> route ->
-// attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
+// POST /v1/chat/completions, /v1/completions and /v1/responses, in stages that read in order: admit -> parse
+// -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { admit, settle } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { parseCompletionRequest, type CompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
 import type { RequestContext } from "./request-context.js";
+import { continuedConversation, rememberResponse } from "./response-chain.js";
 import { routeTier } from "./route-tier.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { UpstreamBodies } from "./upstream-body.js";
 
-const PATHS: Record<Endpoint, string> = { chat: "/v1/chat/completions", completions: "/v1/completions" };
+const PATHS: Record<Endpoint, string> = {
+  chat: "/v1/chat/completions",
+  completions: "/v1/completions",
+  responses: "/v1/responses",
+};
 
 export async function handleCompletion(
   rt: GatewayRuntime,
@@ -26,30 +31,40 @@ export async function handleCompletion(
     rt.budgets,
     rt.clock.nowMs(),
   );
-  ctx.sessionId = admission.client.sessionId;
   ctx.agentId = admission.agentId;
 
   const raw = await readBody(req, settings.maxBodyBytes);
   const request = parseCompletionRequest(raw, endpoint);
   if (settings.config.server.log_prompts) ctx.prompt = lastMessageText(request);
 
-  const { tier } = routeTier(admission.client, request, rt.registry, rt.scheduler, settings.tiers);
+  // A Responses request continuing a stored response must reach the engine that stores it.
+  const conversation = continuedConversation(rt, request, admission.client.sessionId, ctx.requestId);
+  const sessionId = conversation.sessionKey;
+  ctx.sessionId = sessionId;
+  const client = { ...admission.client, sessionId };
+  const decision = routeTier(client, request, rt.registry, rt.scheduler, settings.tiers);
+  const tier = conversation.owner === undefined ? decision.tier : conversation.owner.tier;
   ctx.tier = tier;
 
   const result = await runAttemptLoop(
     rt,
     {
       tier,
-      sessionId: admission.client.sessionId,
+      sessionId,
       path: PATHS[endpoint],
       bodies: new UpstreamBodies(raw, request),
       stream: request.stream,
+      responses: endpoint === "responses",
+      onlyBackend: conversation.owner?.id,
     },
     res,
     ctx,
   );
   ctx.status = result.status;
   ctx.streamError = result.streamError;
+  if (result.responseId !== undefined && request.store && sessionId !== undefined) {
+    rememberResponse(rt, result.responseId, ctx.backend!, sessionId);
+  }
   if (result.usage !== undefined) {
     rt.metrics.tokens(tier, result.usage);
     settle(admission, rt.budgets, result.usage, rt.clock.nowMs());
@@ -61,7 +76,7 @@ function lastMessageText(request: CompletionRequest): string {
   const messages = request.body["messages"];
   const source = Array.isArray(messages)
     ? (messages.at(-1) as Record<string, unknown>)["content"]
-    : request.body["prompt"];
+    : (request.body["prompt"] ?? request.body["input"]);
   const text = typeof source === "string" ? source : JSON.stringify(source ?? null);
   return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
 }

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { pino, type Logger } from "pino";
 import { createBalancer } from "../affinity/balancers.js";
+import { ResponseOwners } from "../affinity/response-owners.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { BackendSlots } from "../admission/backend-slots.js";
@@ -51,6 +52,10 @@ function loadPollSettings(config: GatewayConfig): LoadPollSettings {
     intervalMs: config.health.engine_metrics_interval_seconds * 1000,
     timeoutMs: config.health.probe_timeout_seconds * 1000,
   };
+}
+
+function responseOwnerSettings(config: GatewayConfig): { ttlMs: number; maxEntries: number } {
+  return { ttlMs: config.responses.ttl_seconds * 1000, maxEntries: config.responses.max_entries };
 }
 
 function budgetSettings(config: GatewayConfig): BudgetSettings {
@@ -167,6 +172,7 @@ export class Gateway {
         track: (backendId, abort) => attempts.track(backendId, abort),
         firstToken: (tier, seconds) => metrics.firstToken(tier, seconds),
       },
+      responseOwners: new ResponseOwners(clock, responseOwnerSettings(config)),
       outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
       budgets: new TokenBudgets(budgetSettings(config)),
       settings: deriveSettings(config, registry.tiers()),
@@ -263,6 +269,7 @@ export class Gateway {
       timeoutMs: config.health.probe_timeout_seconds * 1000,
     });
     this.loadPoller.configure(loadPollSettings(config));
+    rt.responseOwners.configure(responseOwnerSettings(config));
     const budgets = budgetSettings(config);
     if (rt.budgets.accepts(budgets)) {
       rt.budgets.configure(budgets);

@@ -1,5 +1,6 @@
 // The live parts of a running gateway, as the request handlers see them (built and rewired by gateway.ts).
 import type { Logger } from "pino";
+import type { ResponseOwners } from "../affinity/response-owners.js";
 import type { AffinityScheduler } from "../affinity/scheduler.js";
 import type { BackendSlots } from "../admission/backend-slots.js";
 import type { TokenBudgets } from "../admission/token-budgets.js";
@@ -38,6 +39,8 @@ export interface GatewayRuntime {
   readonly attempts: AttemptTracker;
   /** What one attempt needs of the gateway (reads the current settings, so a reload reaches it). */
   readonly attemptEnv: AttemptEnv;
+  /** The Responses API: which engine stores each response. */
+  readonly responseOwners: ResponseOwners;
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
   budgets: TokenBudgets;
