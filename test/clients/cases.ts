@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { SimEngineOptions } from "../../src/sim/index.js";
 import {
   askedUsage,
+  engineIdNames,
   engineRequest,
   expectTurnMatchesEngine,
   pathIndependent,
@@ -73,7 +74,7 @@ export interface ClientLibrary {
  * The gateway's Responses routes are being added on main; until they land, Responses cases run straight to the
  * engine only. Set to true once `POST /v1/responses` reaches the gateway.
  */
-export const RESPONSES_THROUGH_GATEWAY = false;
+export const RESPONSES_THROUGH_GATEWAY = true;
 
 export const WEATHER_TOOL: ToolSpec = {
   name: "get_weather",
@@ -194,7 +195,7 @@ function expectUsageOnEveryTurn(turns: TurnOutcome[]): void {
 }
 
 /** Parallel calls: every user turn gets as many calls as the tools allow. */
-const PARALLEL_SIM: Partial<SimEngineOptions> = {};
+const PARALLEL_SIM: Partial<SimEngineOptions> = { parallelToolCallRate: 1 };
 
 export const CLIENT_CASES: ClientCase[] = [
   {
@@ -315,10 +316,12 @@ function expectSameOnBothPaths(direct: TurnOutcome[], viaGateway: TurnOutcome[],
   const directExchanges = generationExchanges(rig.direct);
   const gatewayExchanges = generationExchanges(rig.gateway);
   expect(gatewayExchanges.length, "engine calls through the gateway").toBe(directExchanges.length);
+  const directIds = engineIdNames(directExchanges);
+  const gatewayIds = engineIdNames(gatewayExchanges);
   for (const [i, exchange] of directExchanges.entries()) {
     const asked = askedUsage(exchange);
-    expect(engineRequest(gatewayExchanges[i]!, asked), `engine request ${i}`).toEqual(
-      engineRequest(exchange, asked),
+    expect(engineRequest(gatewayExchanges[i]!, asked, gatewayIds), `engine request ${i}`).toEqual(
+      engineRequest(exchange, asked, directIds),
     );
   }
   expect(viaGateway.map(pathIndependent)).toEqual(direct.map(pathIndependent));

@@ -156,14 +156,20 @@ class ChunkFold {
 
 function responseOutcome(response: ResponseObject, agentServe: AgentServeSeen | undefined): TurnOutcome {
   const toolCalls: ToolCall[] = [];
+  // output_text is a convenience the SDK adds to create()'s result only, not to a stream's final response.
+  let text = "";
   for (const item of response.output) {
-    if (item.type === "function_call")
+    if (item.type === "function_call") {
       toolCalls.push({ id: item.call_id, name: item.name, arguments: item.arguments });
+    }
+    if (item.type === "message") {
+      for (const part of item.content) if (part.type === "output_text") text += part.text;
+    }
   }
   const usage = response.usage;
   return {
     id: response.id,
-    text: response.output_text,
+    text,
     finishReason: response.status ?? "",
     toolCalls,
     ...(usage

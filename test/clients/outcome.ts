@@ -208,15 +208,42 @@ export function pathIndependent(turn: TurnOutcome): unknown {
  * `stream_options.include_usage` for its own accounting (and strip the usage chunk again) when the client did
  * not ask for it.
  */
-export function engineRequest(exchange: Exchange, clientAskedUsage: boolean): unknown {
+export function engineRequest(
+  exchange: Exchange,
+  clientAskedUsage: boolean,
+  ids: Map<string, string>,
+): unknown {
   if (exchange.requestBody === "") return {};
-  const body = JSON.parse(exchange.requestBody) as Json;
+  const body = renameIds(JSON.parse(exchange.requestBody), ids) as Json;
   if (!clientAskedUsage && isObject(body["stream_options"])) {
     const { include_usage: _added, ...rest } = body["stream_options"];
     if (Object.keys(rest).length === 0) delete body["stream_options"];
     else body["stream_options"] = rest;
   }
   return body;
+}
+
+/**
+ * Every id the engines of one path generated (responses, tool calls), in order, each mapped to a placeholder:
+ * ids are random per engine, so follow-up requests that quote them compare equal only after renaming.
+ */
+export function engineIdNames(exchanges: Exchange[]): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const exchange of exchanges) {
+    const facts = engineFacts(exchange);
+    for (const id of [facts.id, ...facts.toolCalls.map((c) => c.id)]) {
+      if (!names.has(id)) names.set(id, `<engine id ${names.size}>`);
+    }
+  }
+  return names;
+}
+
+function renameIds(value: unknown, ids: Map<string, string>): unknown {
+  if (typeof value === "string") return ids.get(value) ?? value;
+  if (Array.isArray(value)) return value.map((v) => renameIds(v, ids));
+  if (isObject(value))
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renameIds(v, ids)]));
+  return value;
 }
 
 /** Whether the client itself asked for stream usage in this exchange (read from what the direct engine got). */
