@@ -107,7 +107,6 @@ function agentsLibrary(name: string, sdk: AgentsSdk, OpenAIClass: typeof OpenAI)
             execute: (args) => toolResult(t.name, JSON.stringify(args)),
           }),
         ),
-        modelSettings: { maxTokens: 12 },
       });
       let history: AgentInputItem[] = [];
       const responses: ModelResponse[] = [];

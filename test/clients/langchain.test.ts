@@ -34,16 +34,36 @@ function seenIn(message: BaseMessage, from: AgentServeSeen["from"]): AgentServeS
     : { affinityHit: meta.affinity_hit, sessionId: meta.session_id, from };
 }
 
+/**
+ * ChatOpenAI's Responses path keeps no raw body or event; the openai client it builds takes a `fetch`, which sees
+ * the X-Agent-Serve-* headers of each response.
+ */
+function headerRecorder(seen: AgentServeSeen[]): typeof fetch {
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    const hit = response.headers.get("x-agent-serve-affinity-hit");
+    if (hit !== null) {
+      const sessionId = response.headers.get("x-agent-serve-session-id");
+      seen.push({ affinityHit: hit === "true", sessionId, from: "header" });
+    }
+    return response;
+  };
+}
+
 function model(
   target: Target,
-  options: { maxTokens?: number; streamUsage?: boolean; responses?: boolean },
+  options: { maxTokens?: number; streamUsage?: boolean; responses?: boolean; fetch?: typeof fetch },
 ): ChatOpenAI {
   return new ChatOpenAI({
     model: target.model,
     apiKey: "sk-local",
     maxRetries: 0,
     // LangChain hands `configuration` to the openai client: its defaultHeaders carry the session id.
-    configuration: { baseURL: target.baseURL, defaultHeaders: { "X-Session-Id": target.sessionId } },
+    configuration: {
+      baseURL: target.baseURL,
+      defaultHeaders: { "X-Session-Id": target.sessionId },
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    },
     __includeRawResponse: true,
     ...(options.maxTokens === undefined ? {} : { maxTokens: options.maxTokens }),
     ...(options.streamUsage === undefined ? {} : { streamUsage: options.streamUsage }),
@@ -148,15 +168,14 @@ const library = {
     return outcome(message, message.id ?? "", agentServe);
   },
   async respond(target: Target, call: RespondCall): Promise<TurnOutcome> {
-    const chat = model(target, { maxTokens: call.maxTokens, responses: true });
+    const seen: AgentServeSeen[] = [];
+    const chat = model(target, { maxTokens: call.maxTokens, responses: true, fetch: headerRecorder(seen) });
     const options =
       call.previousResponseId === undefined ? {} : { previous_response_id: call.previousResponseId };
-    if (!call.stream) {
-      const message = await chat.invoke(call.input, options);
-      return outcome(message, String(message.response_metadata["id"] ?? message.id), seenIn(message, "body"));
-    }
-    const { message, agentServe } = await streamed(chat, call.input, options);
-    return outcome(message, String(message.response_metadata["id"] ?? message.id), agentServe);
+    const message = call.stream
+      ? (await streamed(chat, call.input, options)).message
+      : await chat.invoke(call.input, options);
+    return outcome(message, String(message.response_metadata["id"] ?? message.id), seen[0]);
   },
 };
 

@@ -51,6 +51,8 @@ export interface EngineFacts {
   text: string;
   usage?: Usage;
   toolCalls: ToolCall[];
+  /** Ids of Responses output items (messages, function calls), which clients quote back in later inputs. */
+  itemIds: string[];
 }
 
 /** The JSON payloads of an SSE body (`data: [DONE]` left out), each with its `event:` name if any. */
@@ -94,8 +96,10 @@ function responsesUsage(usage: unknown): Usage | undefined {
 function responseObjectFacts(response: Json): EngineFacts {
   let text = "";
   const toolCalls: ToolCall[] = [];
+  const itemIds: string[] = [];
   for (const item of asArray(response["output"])) {
     if (!isObject(item)) continue;
+    if (typeof item["id"] === "string") itemIds.push(item["id"]);
     if (item["type"] === "message") {
       for (const part of asArray(item["content"])) {
         if (isObject(part) && part["type"] === "output_text") text += String(part["text"]);
@@ -109,7 +113,7 @@ function responseObjectFacts(response: Json): EngineFacts {
     }
   }
   const usage = responsesUsage(response["usage"]);
-  return { id: String(response["id"]), text, toolCalls, ...(usage ? { usage } : {}) };
+  return { id: String(response["id"]), text, toolCalls, itemIds, ...(usage ? { usage } : {}) };
 }
 
 function chatStreamFacts(events: { data: Json }[]): EngineFacts {
@@ -134,7 +138,7 @@ function chatStreamFacts(events: { data: Json }[]): EngineFacts {
     }
   }
   const toolCalls = [...calls.entries()].sort((a, b) => a[0] - b[0]).map(([, call]) => call);
-  return { id, text, toolCalls, ...(usage ? { usage } : {}) };
+  return { id, text, toolCalls, itemIds: [], ...(usage ? { usage } : {}) };
 }
 
 function chatJsonFacts(body: Json): EngineFacts {
@@ -151,6 +155,7 @@ function chatJsonFacts(body: Json): EngineFacts {
     id: String(body["id"]),
     text: typeof m["content"] === "string" ? m["content"] : "",
     toolCalls,
+    itemIds: [],
     ...(usage ? { usage } : {}),
   };
 }
@@ -231,7 +236,7 @@ export function engineIdNames(exchanges: Exchange[]): Map<string, string> {
   const names = new Map<string, string>();
   for (const exchange of exchanges) {
     const facts = engineFacts(exchange);
-    for (const id of [facts.id, ...facts.toolCalls.map((c) => c.id)]) {
+    for (const id of [facts.id, ...facts.toolCalls.map((c) => c.id), ...facts.itemIds]) {
       if (!names.has(id)) names.set(id, `<engine id ${names.size}>`);
     }
   }
