@@ -132,7 +132,7 @@ function agentsLibrary(name: string, sdk: AgentsSdk, OpenAIClass: typeof OpenAI)
 }
 
 runClientCases(agentsLibrary(`@openai/agents ${installedVersion("@openai/agents")}`, agents014, OpenAI));
-// The release line that reported streaming usage 0/0 through the gateway when it added a chunk of its own.
+// 0.13.3, the last release that takes stream usage from the last chunk only: it read 0/0 through a gateway that added a chunk after the engine's usage chunk.
 runClientCases(
   agentsLibrary(
     `@openai/agents ${installedVersion("openai-agents-v013")}`,
