@@ -66,9 +66,12 @@ export async function startRig(sessionId: string, sim: Partial<SimEngineOptions>
       return tap.url;
     };
     const directLog: Exchange[] = [];
-    const directOrigin = await start("direct-0", directLog);
     const gatewayLog: Exchange[] = [];
-    const backendUrls = [await start("small-0", gatewayLog), await start("small-1", gatewayLog)];
+    const [directOrigin, ...backendUrls] = await Promise.all([
+      start("direct-0", directLog),
+      start("small-0", gatewayLog),
+      start("small-1", gatewayLog),
+    ]);
     const config = parseConfig(
       {
         server: { host: "127.0.0.1", port: 0 },
@@ -94,7 +97,7 @@ export async function startRig(sessionId: string, sim: Partial<SimEngineOptions>
       exchanges,
     });
     return {
-      direct: target("direct", directOrigin, directLog),
+      direct: target("direct", directOrigin!, directLog),
       gateway: target("gateway", gateway.url, gatewayLog),
       close,
     };
