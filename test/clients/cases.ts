@@ -70,12 +70,6 @@ export interface ClientLibrary {
   agentModels?: AgentModelKind[];
 }
 
-/**
- * The gateway's Responses routes are being added on main; until they land, Responses cases run straight to the
- * engine only. Set to true once `POST /v1/responses` reaches the gateway.
- */
-export const RESPONSES_THROUGH_GATEWAY = true;
-
 export const WEATHER_TOOL: ToolSpec = {
   name: "get_weather",
   description: "Current weather in a city",
@@ -121,8 +115,6 @@ interface ClientCase {
   applies(library: ClientLibrary): boolean;
   /** Options for every engine of both paths (e.g. tool-call rates). */
   sim?: Partial<SimEngineOptions>;
-  /** False while the gateway lacks the routes this case needs. */
-  throughGateway?: boolean;
   run(library: ClientLibrary, target: Target): Promise<TurnOutcome[]>;
   /** Extra expectations on one path's turns (the same for both). */
   check?(turns: TurnOutcome[]): void;
@@ -266,21 +258,18 @@ export const CLIENT_CASES: ClientCase[] = [
   {
     name: "agent, Responses model, two tools, 3 turns, JSON",
     applies: (l) => l.agent !== undefined && (l.agentModels ?? []).includes("responses"),
-    throughGateway: RESPONSES_THROUGH_GATEWAY,
     run: (l, t) => l.agent!(t, { model: "responses", turns: USER_TURNS, stream: false }),
     check: (turns) => expectAgentTurns(turns),
   },
   {
     name: "agent, Responses model, two tools, 3 turns, streaming",
     applies: (l) => l.agent !== undefined && (l.agentModels ?? []).includes("responses"),
-    throughGateway: RESPONSES_THROUGH_GATEWAY,
     run: (l, t) => l.agent!(t, { model: "responses", turns: USER_TURNS, stream: true }),
     check: (turns) => expectAgentTurns(turns),
   },
   {
     name: "Responses, previous_response_id, 3 turns",
     applies: (l) => l.respond !== undefined,
-    throughGateway: RESPONSES_THROUGH_GATEWAY,
     run: async (l, t) => {
       const turns: TurnOutcome[] = [];
       for (const [i, input] of USER_TURNS.entries()) {
@@ -339,7 +328,6 @@ function runBothPaths(library: ClientLibrary, c: ClientCase): () => Promise<void
         expect(turn.agentServe, "an engine sends no x_agent_serve").toBeUndefined();
       }
       c.check?.(direct);
-      if (c.throughGateway === false) return;
 
       const viaGateway = await c.run(library, rig.gateway);
       const gatewayExchanges = generationExchanges(rig.gateway);
