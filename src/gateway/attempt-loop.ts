@@ -1,11 +1,12 @@
 // Stage 4 of a completion: pick a backend, take a slot, run one attempt, fail over to the next on failure.
 import type { ServerResponse } from "node:http";
-import type { AffinityScheduler } from "../affinity/scheduler.js";
+import type { AffinityScheduler, PlacementHints } from "../affinity/scheduler.js";
 import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { TierSource } from "../routing/tier-router.js";
 import { AttemptAbort } from "./attempt-abort.js";
 import { runAttempt, type AttemptEnv, type AttemptResult } from "./attempt.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
@@ -34,6 +35,7 @@ export interface AttemptLoopDeps {
 /** One request, routed: what every attempt of it sends. */
 export interface RoutedRequest {
   tier: string;
+  tierSource: TierSource;
   sessionId: string | undefined;
   /** The engine path (`/v1/chat/completions`, ...). */
   path: string;
@@ -43,6 +45,8 @@ export interface RoutedRequest {
   responses: boolean;
   /** Only this backend may answer (it stores the conversation the request continues): no failover elsewhere. */
   onlyBackend: string | undefined;
+  /** What placement reads of the body (the prompt prefix's key, computed only if read). */
+  placement: PlacementHints;
 }
 
 /**
@@ -64,11 +68,13 @@ export async function runAttemptLoop(
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < deps.settings.maxAttempts) {
     const tierBackends = deps.registry.tier(tier);
+    // The tier's Backends are the candidates: their in-flight and queued counts are kept by BackendSlots,
+    // their engine readings by the load poller, so nothing is built per request.
     const candidates =
       request.onlyBackend === undefined
         ? tierBackends
         : tierBackends.filter((b) => b.id === request.onlyBackend);
-    const selection = deps.scheduler.selectBackend(sessionId, tier, candidates, exclude);
+    const selection = deps.scheduler.selectBackend(sessionId, tier, candidates, exclude, request.placement);
     if (selection === undefined) break;
     const { backend } = selection;
     ctx.attempts++;
@@ -107,6 +113,7 @@ export async function runAttemptLoop(
           meta: {
             session_id: sessionId ?? null,
             tier,
+            tier_source: request.tierSource,
             backend_id: backend.id,
             affinity_hit: selection.affinityHit,
             reason: selection.reason,

@@ -1,4 +1,6 @@
 // What the gateway reads from a completion request body: only the fields routing needs, validated shallowly.
+import type { Hash64 } from "../affinity/hash.js";
+import { prefixKeyOf } from "../affinity/prefix-key.js";
 import { GatewayError } from "../core/errors.js";
 
 export type Endpoint = "chat" | "completions" | "responses";
@@ -18,6 +20,11 @@ export interface CompletionRequest {
   previousResponseId: string | undefined;
   /** Responses API: whether the engine keeps this response for later turns (`store`, default true). */
   store: boolean;
+  /**
+   * Hash of the prompt's shared leading part (src/affinity/prefix-key.ts), the placement key of requests
+   * without a session id; computed on first read, so requests that never need it never pay for it.
+   */
+  readonly prefixKey: Hash64 | undefined;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -104,6 +111,7 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     });
   }
 
+  let prefixKey: Hash64 | null | undefined; // null: computed, and there is none
   return {
     endpoint,
     body,
@@ -113,6 +121,10 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     toolFollowup,
     previousResponseId: endpoint === "responses" && typeof previous === "string" ? previous : undefined,
     store: body["store"] !== false,
+    get prefixKey() {
+      if (prefixKey === undefined) prefixKey = prefixKeyOf(endpoint, body) ?? null;
+      return prefixKey ?? undefined;
+    },
   };
 }
 
@@ -144,3 +156,13 @@ function readResponsesInput(body: Record<string, unknown>): { chars: number; too
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The last turn's text (last message, prompt or input), at most 2000 characters: logs and the classifier. */
+export function lastTurnText(request: CompletionRequest): string {
+  const messages = request.body["messages"];
+  const source = Array.isArray(messages)
+    ? (messages.at(-1) as Record<string, unknown>)["content"]
+    : (request.body["prompt"] ?? request.body["input"]);
+  const text = typeof source === "string" ? source : JSON.stringify(source ?? null);
+  return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
+}

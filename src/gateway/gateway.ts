@@ -18,8 +18,10 @@ import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import { TierClassifier } from "../routing/tier-classifier.js";
 import { resolveTierSettings } from "../routing/tier-router.js";
 import { AttemptTracker } from "./attempt-tracker.js";
+import { createClassifierAsk } from "./classifier-client.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { createGatewayServer } from "./server.js";
@@ -54,6 +56,12 @@ function loadPollSettings(config: GatewayConfig): LoadPollSettings {
   };
 }
 
+/** Three missed readings and an engine's own load is too old to place by. */
+function engineSignalMaxAgeMs(config: GatewayConfig): number {
+  const intervalMs = config.health.engine_metrics_interval_seconds * 1000;
+  return intervalMs > 0 ? 3 * intervalMs : 0;
+}
+
 function responseOwnerSettings(config: GatewayConfig): { ttlMs: number; maxEntries: number } {
   return { ttlMs: config.responses.ttl_seconds * 1000, maxEntries: config.responses.max_entries };
 }
@@ -86,6 +94,32 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
     adminToken: config.server.admin_token,
     apiKeys: new Map(config.server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id }])),
   };
+}
+
+/** The tier classifier of the runtime's current config, or undefined when it is off. */
+function createClassifier(rt: GatewayRuntime): TierClassifier | undefined {
+  const { routing } = rt.settings.config;
+  const settings = routing.classifier;
+  if (!settings.enabled) return undefined;
+  const { defaultTier, longPromptTier } = rt.settings.tiers;
+  const choices =
+    settings.tiers ??
+    (longPromptTier !== undefined && longPromptTier !== defaultTier
+      ? [defaultTier, longPromptTier]
+      : rt.registry.tiers());
+  return new TierClassifier({
+    tiers: choices,
+    ask: createClassifierAsk(rt, {
+      tier: settings.tier ?? rt.settings.tiers.defaultTier,
+      model: settings.model,
+      prompt: settings.prompt,
+    }),
+    clock: rt.clock,
+    timeoutMs: settings.timeout_ms,
+    cacheTtlMs: (settings.cache_ttl_seconds ?? routing.classifier_cache_ttl_seconds) * 1000,
+    maxEntries: settings.max_entries,
+    record: (outcome, seconds) => rt.metrics.classifier(outcome, seconds),
+  });
 }
 
 function thresholdsOf(config: GatewayConfig): { failuresToMarkDown: number; successesToMarkUp: number } {
@@ -144,6 +178,9 @@ export class Gateway {
       recorder: metrics,
       stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
       rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
+      loadFactor: config.affinity.load_factor,
+      sessionless: config.affinity.sessionless,
+      engineSignalMaxAgeMs: engineSignalMaxAgeMs(config),
     });
     this.health = new HealthChecker(registry, {
       intervalMs: config.health.probe_interval_seconds * 1000,
@@ -175,8 +212,10 @@ export class Gateway {
       responseOwners: new ResponseOwners(clock, responseOwnerSettings(config)),
       outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
       budgets: new TokenBudgets(budgetSettings(config)),
+      classifier: undefined,
       settings: deriveSettings(config, registry.tiers()),
     };
+    runtime.classifier = createClassifier(runtime);
     this.runtime = runtime;
     metrics.initTiers(registry.tiers());
 
@@ -255,11 +294,13 @@ export class Gateway {
       rt.pools.drop(backend.id);
       changed.push(`removed backend ${backend.id} (${broken} bindings broken)`);
     }
-    rt.scheduler.configure(
-      config.affinity.sticky_ttl_seconds,
-      config.affinity.rebalance_on_backend_recovery,
-      createBalancer(config.affinity.balancer, this.random),
-    );
+    rt.scheduler.configure({
+      stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
+      rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
+      balancer: createBalancer(config.affinity.balancer, this.random),
+      loadFactor: config.affinity.load_factor,
+      sessionless: config.affinity.sessionless,
+    });
     rt.slots.configure({
       maxQueueSize: config.admission.max_queue_size,
       queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
@@ -285,6 +326,8 @@ export class Gateway {
       changed.push("server.host/port changed: takes effect at the next restart");
     }
     rt.settings = deriveSettings(config, rt.registry.tiers());
+    // A fresh verdict cache: a reload may change the tiers, the model asked or its prompt.
+    rt.classifier = createClassifier(rt);
     changed.push(`${config.backends.length} backends in ${rt.registry.tiers().length} tiers`);
     rt.logger.info({ changed }, "config reloaded");
     return { changed };

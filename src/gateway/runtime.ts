@@ -8,6 +8,7 @@ import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { TierClassifier } from "../routing/tier-classifier.js";
 import type { TierRouterSettings } from "../routing/tier-router.js";
 import type { AttemptEnv } from "./attempt.js";
 import type { AttemptTracker } from "./attempt-tracker.js";
@@ -44,5 +45,7 @@ export interface GatewayRuntime {
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
   budgets: TokenBudgets;
+  /** The LLM tier classifier, when routing.classifier.enabled. */
+  classifier: TierClassifier | undefined;
   settings: RuntimeSettings;
 }

@@ -37,6 +37,9 @@ export function planChatReply(
   rates: ToolCallRates,
   seedInput: { promptTokenIds: readonly number[]; seed: number; choiceIndex: number },
 ): ReplyScript | undefined {
+  const offersTools = request.toolFunctions.length > 0 && request.toolChoice !== "none";
+  // The common case (no tools, free text) skips the prompt hash: it is the hot path of every plain request.
+  if (!offersTools && request.outputFormat.kind === "text") return undefined;
   const random = new SeededRandom(mixSeed(replySeed(seedInput), PLAN_SALT));
   const last = request.messages[request.messages.length - 1];
   const toolPlan = planToolCalls(

@@ -49,10 +49,11 @@ export class ResponsesResponse implements RequestListener {
   private open: OpenItem | undefined;
   private flushQueued = false;
   private settled = false;
+  private eventsSent = 0;
 
   private static flushTurn(response: ResponsesResponse): void {
     response.flushQueued = false;
-    response.flush(false);
+    if (!response.settled) response.flush(false);
   }
 
   constructor(private readonly options: ResponsesResponseOptions) {
@@ -105,28 +106,40 @@ export class ResponsesResponse implements RequestListener {
     const cached = request.numCachedTokens ?? 0;
     const usage = responsesUsage(this.options.promptTokens, cached, request.numOutputTokens);
     const response = responseObject(frame, body, status, output, usage);
+    if (body.stream) {
+      this.pending.push(this.events.event("response.completed", { response }));
+      if (!this.flush(true)) return;
+    } else if (!this.sendJson(JSON.stringify(response))) return;
+    // Stored once the client has it all, as vLLM stores at the end of generation (a cut stream is not kept).
     if (body.store) {
       this.options.store.put(frame.id, {
         body: response,
         history: [...this.options.history, ...body.input, assistantMessage(output)],
       });
     }
+    this.settled = true;
     this.options.host.recordOutcome(
       "served",
       chatUsage(this.options.promptTokens, request.numOutputTokens, cached),
     );
-    this.settled = true;
-    if (body.stream) {
-      this.pending.push(this.events.event("response.completed", { response }));
-      this.flush(true);
-      return;
+  }
+
+  /** Writes a JSON answer unless a fault intervenes (hang: nothing; cut_stream: half the body, then a reset). */
+  private sendJson(json: string): boolean {
+    const res = this.options.res;
+    const fault = this.options.host.currentFault();
+    if (fault.kind === "hang") {
+      this.settle("stalled");
+      return false;
     }
-    const json = JSON.stringify(response);
-    this.options.res.writeHead(200, {
-      "content-type": "application/json",
-      "content-length": Buffer.byteLength(json),
-    });
-    this.options.res.end(json);
+    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(json) });
+    if (fault.kind === "cut_stream") {
+      this.settle("cut");
+      res.write(json.slice(0, Math.floor(json.length / 2)), () => res.destroy());
+      return false;
+    }
+    res.end(json);
+    return true;
   }
 
   /** The output of a JSON answer: the tool parser's view of the whole text. */
@@ -256,23 +269,38 @@ export class ResponsesResponse implements RequestListener {
     );
   }
 
-  private flush(end: boolean): void {
+  /**
+   * Writes the queued events in one socket write (ending the response if `end`), unless a fault intervenes:
+   * hang stops the stream for good, cut_stream drops the connection after that many events. Returns false then.
+   */
+  private flush(end: boolean): boolean {
     const res = this.options.res;
-    if (res.destroyed) return;
-    if (this.options.host.currentFault().kind === "hang") {
-      // A hung engine stops mid-stream for good; its work is dropped.
+    if (this.settled || res.destroyed) return false;
+    const fault = this.options.host.currentFault();
+    if (fault.kind === "hang") {
       this.pending.length = 0;
-      if (!this.settled) this.settle("stalled");
+      this.settle("stalled");
       this.options.host.abort([this.options.engineRequest]);
-      return;
+      return false;
     }
+    if (fault.kind === "cut_stream" && this.eventsSent + this.pending.length > fault.afterChunks) {
+      const allowed = this.pending.slice(0, Math.max(0, fault.afterChunks - this.eventsSent)).join("");
+      this.pending.length = 0;
+      this.settle("cut");
+      this.options.host.abort([this.options.engineRequest]);
+      if (allowed.length === 0) res.destroy();
+      else res.write(allowed, () => res.destroy());
+      return false;
+    }
+    this.eventsSent += this.pending.length;
     const data = this.pending.join("");
     this.pending.length = 0;
     if (end) res.end(data);
     else if (data.length > 0) res.write(data);
+    return true;
   }
 
-  private settle(outcome: "aborted" | "stalled"): void {
+  private settle(outcome: "aborted" | "stalled" | "cut"): void {
     if (this.settled) return;
     this.settled = true;
     this.options.host.recordOutcome(outcome, undefined);

@@ -10,6 +10,7 @@ import {
   parseConfig,
   parseConfigText,
 } from "../../src/config/load.js";
+import { DISCOVERY_NOT_SUPPORTED_YET, redisNotSupportedYet } from "../../src/config/shared-state.js";
 
 const DEFAULT_CONFIG = fileURLToPath(new URL("../../configs/gateway.yaml", import.meta.url));
 
@@ -51,6 +52,7 @@ describe("the shipped configs/gateway.yaml", () => {
       agents: {},
       max_agents: 100_000,
       budget_anonymous: false,
+      store: { kind: "memory" },
     });
     expect(config.routing).toMatchObject({
       prompt_length_threshold: 2000,
@@ -62,6 +64,9 @@ describe("the shipped configs/gateway.yaml", () => {
       rebalance_on_backend_recovery: false,
       max_bindings: 1_000_000,
       balancer: "least_inflight",
+      load_factor: 1.25,
+      sessionless: "prefix",
+      store: { kind: "memory" },
     });
     expect(config.health).toEqual({
       probe_interval_seconds: 10,
@@ -145,6 +150,9 @@ describe("defaults", () => {
       rebalance_on_backend_recovery: false,
       max_bindings: 1_000_000,
       balancer: "least_inflight",
+      load_factor: 1.25,
+      sessionless: "prefix",
+      store: { kind: "memory" },
     });
     expect(config.server.port).toBe(0);
     expect(config.server.host).toBe("0.0.0.0");
@@ -340,6 +348,52 @@ describe("bad configs name the path of every problem", () => {
   });
 });
 
+describe("shared stores and discovery (issue 14): memory is built, redis and discovery are refused", () => {
+  it("accepts {kind: memory} for both stores, as the default does", () => {
+    const config = parseConfigText(
+      `${ONE_BACKEND}affinity: { store: { kind: memory } }\nadmission: { store: { kind: memory } }\n`,
+      "memory.yaml",
+      {},
+    );
+    expect(config.affinity.store).toEqual({ kind: "memory" });
+    expect(config.admission.store).toEqual({ kind: "memory" });
+    expect(config.discovery).toBeUndefined();
+  });
+
+  it("refuses {kind: redis} with a message saying it is not built, never running on memory instead", () => {
+    const redis = `{ kind: redis, url: "redis://redis:6379/0", timeout_ms: 50 }`;
+    expect(
+      problemsOf(`${ONE_BACKEND}affinity: { store: ${redis} }\nadmission: { store: ${redis} }\n`),
+    ).toEqual([
+      `admission.store: ${redisNotSupportedYet("budget")}`,
+      `affinity.store: ${redisNotSupportedYet("binding")}`,
+    ]);
+    expect(redisNotSupportedYet("binding")).toMatch(/not supported yet/);
+  });
+
+  it("refuses discovery entries, even an empty list, naming the key", () => {
+    const entry = `[{ name: vllm.ns.svc.cluster.local, tier: small, type: A, port: 8000, model: m, refresh_seconds: 10 }]`;
+    expect(problemsOf(`${ONE_BACKEND}discovery: ${entry}\n`)).toEqual([
+      `discovery: ${DISCOVERY_NOT_SUPPORTED_YET}`,
+    ]);
+    expect(problemsOf(`${ONE_BACKEND}discovery: []\n`)).toEqual([
+      `discovery: ${DISCOVERY_NOT_SUPPORTED_YET}`,
+    ]);
+  });
+
+  it("names the path of a bad store", () => {
+    expect(problemsOf(`${ONE_BACKEND}affinity: { store: { kind: etcd } }\n`)).toEqual([
+      "affinity.store.kind: must be {kind: memory}, the only store built so far",
+    ]);
+    expect(problemsOf(`${ONE_BACKEND}admission: { store: { kind: memory, url: "redis://x" } }\n`)).toEqual([
+      "admission.store.url: unknown key",
+    ]);
+    expect(problemsOf(`${ONE_BACKEND}affinity: { store: memory }\n`)).toEqual([
+      "affinity.store: must be {kind: memory}, the only store built so far",
+    ]);
+  });
+});
+
 describe("environment overrides", () => {
   let dir: string;
   let file: string;
@@ -423,5 +477,23 @@ describe("sections and limits", () => {
     expect(() =>
       parseConfigText(`${ONE_BACKEND}affinity: {max_bindings: 1000000000}\n`, "big.yaml", {}),
     ).toThrow(/affinity\.max_bindings: must be at most 100000000/);
+  });
+
+  it("takes load_factor 0 (off) or >= 1, refuses (0, 1) and bad values naming the path", () => {
+    const parse = (value: string) =>
+      parseConfigText(`${ONE_BACKEND}affinity: {load_factor: ${value}}\n`, "lf.yaml", {});
+    expect(parse("0").affinity.load_factor).toBe(0);
+    expect(parse("1").affinity.load_factor).toBe(1);
+    expect(parse("2.5").affinity.load_factor).toBe(2.5);
+    for (const bad of ["0.5", "0.999", "-1", '"high"', ".inf"])
+      expect(() => parse(bad)).toThrow(/affinity\.load_factor: must be 0 \(off\) or a number >= 1/);
+  });
+
+  it("takes sessionless prefix or balancer, and refuses anything else naming the path", () => {
+    const parse = (value: string) =>
+      parseConfigText(`${ONE_BACKEND}affinity: {sessionless: ${value}}\n`, "sl.yaml", {});
+    expect(parse("balancer").affinity.sessionless).toBe("balancer");
+    expect(parse("prefix").affinity.sessionless).toBe("prefix");
+    expect(() => parse("hash")).toThrow(/affinity\.sessionless: must be one of prefix, balancer/);
   });
 });

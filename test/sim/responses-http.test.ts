@@ -288,3 +288,36 @@ describe("GET, cancel and DELETE on /v1/responses/{id}", () => {
     expect((await client.responses.retrieve(created.id)).id).toBe(created.id);
   });
 });
+
+describe("faults on the Responses API", () => {
+  it("cut_stream drops a stream after that many events and keeps nothing in the store", async () => {
+    engine.setFault({ kind: "cut_stream", afterChunks: 3 });
+    try {
+      const res = await fetch(`${engine.url}/v1/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ input: "cut me", max_output_tokens: 10, stream: true }),
+      });
+      expect(res.status).toBe(200);
+      let text = "";
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      await expect(
+        (async () => {
+          for (;;) {
+            const { done, value } = await reader.read();
+            if (done) return;
+            text += decoder.decode(value);
+          }
+        })(),
+      ).rejects.toThrow();
+      const types = [...text.matchAll(/^event: (\S+)$/gm)].map((m) => m[1]);
+      expect(types).toEqual(["response.created", "response.in_progress", "response.output_item.added"]);
+      const id = /"id":"(resp_[0-9a-f]+)"/.exec(text)![1]!;
+      engine.setFault({ kind: "none" });
+      await expect(client.responses.retrieve(id)).rejects.toMatchObject({ status: 404 });
+    } finally {
+      engine.setFault({ kind: "none" });
+    }
+  });
+});
