@@ -12,6 +12,7 @@ import { missingApiKeyEnv } from "../backends/backend.js";
 import { ConfigError } from "../config/load.js";
 import { EngineLoadPoller, type LoadPollSettings } from "../backends/engine-load-poller.js";
 import { HealthChecker } from "../backends/health-checker.js";
+import type { HealthThresholds } from "../backends/health-state.js";
 import { BackendRegistry } from "../backends/registry.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
@@ -22,6 +23,7 @@ import { AttemptTracker } from "./attempt-tracker.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { createGatewayServer } from "./server.js";
 import { UpstreamPools } from "./upstream-pools.js";
+import { defaultMaxConnections, openFileLimit } from "./connection-limit.js";
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -76,16 +78,35 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
     maxBodyBytes: config.server.max_body_bytes,
     maxAttempts: config.upstream.max_attempts,
     firstByteTimeoutMs: config.upstream.first_byte_timeout_seconds * 1000,
+    streamFirstByteTimeoutMs: config.upstream.stream_first_byte_timeout_seconds * 1000,
+    maxResponseBytes: config.upstream.max_response_bytes,
     requestTimeoutMs: config.upstream.request_timeout_seconds * 1000,
     adminToken: config.server.admin_token,
     apiKeys: new Map(config.server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id }])),
   };
 }
 
-function thresholdsOf(config: GatewayConfig): { failuresToMarkDown: number; successesToMarkUp: number } {
+/** server.max_connections, or the default the open-file limit allows (read once, at start). */
+function maxConnectionsOf(config: GatewayConfig, fileLimit: number | undefined): number {
+  if (config.server.max_connections !== undefined) return config.server.max_connections;
+  const upstreamSockets = config.backends.reduce(
+    (sum, b) => sum + Math.min(b.max_inflight, config.upstream.keep_alive_connections) + 2,
+    0,
+  );
+  return defaultMaxConnections(fileLimit, upstreamSockets);
+}
+
+function thresholdsOf(config: GatewayConfig): HealthThresholds {
+  const { health } = config;
   return {
-    failuresToMarkDown: config.health.failures_to_mark_down,
-    successesToMarkUp: config.health.successes_to_mark_up,
+    failuresToMarkDown: health.failures_to_mark_down,
+    successesToMarkUp: health.successes_to_mark_up,
+    ejection: {
+      consecutiveFailures: health.ejection_consecutive_failures,
+      baseMs: health.ejection_base_seconds * 1000,
+      maxMs: Math.max(health.ejection_max_seconds, health.ejection_base_seconds) * 1000,
+      stallMs: health.engine_metrics_interval_seconds > 0 ? health.stall_seconds * 1000 : 0,
+    },
   };
 }
 
@@ -102,6 +123,7 @@ export class Gateway {
   /** Resolved (and cleared) when the last in-flight request ends: shutdown waits on it. */
   private onIdle: (() => void) | undefined;
   private address: AddressInfo | undefined;
+  private readonly fileLimit = openFileLimit();
 
   private constructor(
     config: GatewayConfig,
@@ -110,7 +132,7 @@ export class Gateway {
     checkEnvironment(config, "config");
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? pino({ name: "agent-serve" });
-    const registry = new BackendRegistry(config.backends, thresholdsOf(config));
+    const registry = new BackendRegistry(config.backends, thresholdsOf(config), clock);
     const slots = new BackendSlots({
       maxQueueSize: config.admission.max_queue_size,
       queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
@@ -147,6 +169,7 @@ export class Gateway {
     const pools = new UpstreamPools({
       connectTimeoutMs: config.upstream.connect_timeout_seconds * 1000,
       connections: config.upstream.keep_alive_connections,
+      idleTimeoutMs: config.upstream.idle_connection_timeout_seconds * 1000,
     });
     const attempts = new AttemptTracker();
     this.runtime = {
@@ -163,15 +186,29 @@ export class Gateway {
       settings: deriveSettings(config, registry.tiers()),
     };
     metrics.initTiers(registry.tiers());
+    registry.onEjectionWithheld((backend, cause) => {
+      metrics.ejectionWithheld(backend.id);
+      logger.warn(
+        { backend: backend.id, cause },
+        "backend would be ejected but is the last available one of its tier: it keeps serving",
+      );
+    });
 
-    registry.onHealthChange(({ backend, to, cause }) => {
+    registry.onHealthChange(({ backend, to, cause, ejectedUntilMs }) => {
       if (to === "down") {
         const broken = scheduler.onBackendDown(backend.id, backend.tier);
         slots.rejectWaiters(backend.id, "backend marked down");
         const abandoned = attempts.abandon(backend.id, "backend marked down");
+        if (ejectedUntilMs !== undefined) metrics.ejection(backend.id, cause);
         logger.warn(
-          { backend: backend.id, cause, bindingsBroken: broken, attemptsAbandoned: abandoned },
-          "backend down",
+          {
+            backend: backend.id,
+            cause,
+            bindingsBroken: broken,
+            attemptsAbandoned: abandoned,
+            ejectedForMs: ejectedUntilMs === undefined ? undefined : ejectedUntilMs - clock.nowMs(),
+          },
+          ejectedUntilMs === undefined ? "backend down" : "backend ejected",
         );
       } else {
         const moved = scheduler.onBackendUp(backend.id, registry.tier(backend.tier));
@@ -183,7 +220,7 @@ export class Gateway {
       accepting: () => this.accepting,
       reload: () => this.reloadFromSource(),
     });
-    this.server.maxConnections = config.server.max_connections;
+    this.server.maxConnections = maxConnectionsOf(config, this.fileLimit);
     this.server.on("request", (_req, res) => {
       this.activeRequests++;
       res.once("close", () => {
@@ -261,7 +298,7 @@ export class Gateway {
       changed.push("budget window or max_agents changed: budget usage starts afresh");
     }
     for (const backend of rt.registry.all()) rt.slots.pump(backend);
-    this.server.maxConnections = config.server.max_connections;
+    this.server.maxConnections = maxConnectionsOf(config, this.fileLimit);
     rt.metrics.initTiers(rt.registry.tiers());
     const previous = rt.settings.config;
     if (previous.server.host !== config.server.host || previous.server.port !== config.server.port) {

@@ -16,10 +16,9 @@ import { cancelRequest, type RequestContext } from "./request-context.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
 
-/** The cancel reason of a request whose client disconnected. */
-export class ClientClosedError extends Error {
-  override name = "ClientClosedError";
-}
+import { ClientClosedError } from "./client-closed.js";
+
+export { ClientClosedError };
 
 type Handler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) => Promise<void>;
 

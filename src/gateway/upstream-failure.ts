@@ -8,9 +8,33 @@ export class AttemptFailure extends Error {
     message: string,
     /** Whether the failure says something about the engine's health (feeds the passive health signal). */
     readonly healthSignal: boolean,
+    /** The engine's own Retry-After (seconds) on a 503, passed on when every attempt failed. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
+}
+
+/** Errors of a connection closed under a request before any answer: what a stale kept-alive one gives. */
+const STALE_CODES = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "ECONNABORTED"]);
+
+export function isStaleConnectionError(err: unknown): boolean {
+  const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : "";
+  return STALE_CODES.has(code);
+}
+
+/** A Retry-After header in seconds (delta-seconds or an HTTP date), capped at an hour; else undefined. */
+export function retryAfterOf(value: string | string[] | undefined, nowMs = Date.now()): number | undefined {
+  if (typeof value !== "string") return undefined;
+  const trimmed = value.trim();
+  let seconds: number;
+  if (/^\d+$/.test(trimmed)) seconds = Number(trimmed);
+  else {
+    const at = Date.parse(trimmed);
+    if (Number.isNaN(at)) return undefined;
+    seconds = Math.ceil((at - nowMs) / 1000);
+  }
+  return Math.min(3600, Math.max(1, seconds));
 }
 
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
