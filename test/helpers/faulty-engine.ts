@@ -32,6 +32,8 @@ export interface ScriptedEngine {
   readonly connections: number;
   /** GET /health requests answered. */
   readonly probes: number;
+  /** Resolves when some connection to it closes (whoever closed it). */
+  nextClose(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ export async function startScriptedEngine(options: ScriptedEngineOptions): Promi
   let probes = 0;
   const perSocket = new WeakMap<Socket, number>();
   const sockets = new Set<Socket>();
+  const closeWaiters: (() => void)[] = [];
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method === "GET" && path === "/health") {
@@ -70,7 +73,10 @@ export async function startScriptedEngine(options: ScriptedEngineOptions): Promi
   server.on("connection", (socket: Socket) => {
     connections++;
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    socket.once("close", () => {
+      sockets.delete(socket);
+      for (const resolve of closeWaiters.splice(0)) resolve();
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
@@ -85,6 +91,7 @@ export async function startScriptedEngine(options: ScriptedEngineOptions): Promi
     get probes() {
       return probes;
     },
+    nextClose: () => new Promise<void>((resolve) => closeWaiters.push(resolve)),
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
