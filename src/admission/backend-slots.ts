@@ -26,8 +26,11 @@ interface Waiter {
 }
 
 /** Rejects queued requests whose backend went down, so they fail over instead of waiting it out. */
-export class SlotUnavailableError extends Error {
+export class SlotUnavailableError extends GatewayError {
   override name = "SlotUnavailableError";
+  constructor(message: string) {
+    super("backend_unavailable", message);
+  }
 }
 
 export class BackendSlots {

@@ -1,4 +1,5 @@
 // The shape of one `agent-serve` subcommand: the top-level cli only dispatches to these.
+import { GatewayError } from "../core/errors.js";
 
 export interface Command {
   name: string;
@@ -11,6 +12,9 @@ export interface Command {
 }
 
 /** Thrown for bad command-line usage: the cli prints the message and the command's help, exit 2. */
-export class UsageError extends Error {
+export class UsageError extends GatewayError {
   override name = "UsageError";
+  constructor(message: string) {
+    super("usage_error", message);
+  }
 }

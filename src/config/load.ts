@@ -2,16 +2,17 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
+import { GatewayError } from "../core/errors.js";
 import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
 
 /** A config that cannot be used; `problems` are one line each, every one naming the field's path. */
-export class ConfigError extends Error {
+export class ConfigError extends GatewayError {
   override name = "ConfigError";
   constructor(
     readonly source: string,
     readonly problems: readonly string[],
   ) {
-    super(`invalid config ${source}:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+    super("invalid_config", `invalid config ${source}:\n${problems.map((p) => `  ${p}`).join("\n")}`);
   }
 }
 

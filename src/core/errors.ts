@@ -1,4 +1,8 @@
-// The gateway's one error type: stable codes, each mapped to an HTTP status and OpenAI error type here only.
+// The project's one error family: stable codes, each mapped to an HTTP status and OpenAI error type here only.
+//
+// Every error the project throws on purpose is a GatewayError or a subclass of it (ConfigError, UsageError,
+// AttemptFailure, ...), as undici's errors all derive from UndiciError with a stable UND_ERR_* code. A subclass
+// adds the facts its catcher needs (a config's problems, an attempt's health signal); its code says what it is.
 
 const CODES = {
   invalid_json: { status: 400, type: "invalid_request_error" },
@@ -24,6 +28,13 @@ const CODES = {
   upstream_error: { status: 502, type: "upstream_error" },
   upstream_timeout: { status: 504, type: "upstream_error" },
   internal_error: { status: 500, type: "internal_error" },
+  // Codes that name a failure inside the gateway; each has its catcher, and the status is what a client would
+  // see if one ever escaped (a reload through /admin reports a bad config as 400).
+  client_closed: { status: 499, type: "invalid_request_error" }, // the client left; nothing is sent
+  backend_unavailable: { status: 503, type: "service_unavailable_error" }, // a queued attempt's backend went
+  invalid_config: { status: 400, type: "invalid_request_error" },
+  usage_error: { status: 400, type: "invalid_request_error" }, // bad command-line usage (exit 2)
+  engine_unavailable: { status: 503, type: "service_unavailable_error" }, // llama.cpp cannot load here
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof CODES;

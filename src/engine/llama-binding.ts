@@ -4,6 +4,7 @@
 // of agent-serve still builds, type-checks and runs. So this module names only the few parts of its API that the
 // engine uses (below, checked by the real-engine test in CI) and imports the package at run time.
 import { availableParallelism } from "node:os";
+import { GatewayError } from "../core/errors.js";
 
 export const LLAMA_PACKAGE = "node-llama-cpp";
 
@@ -61,8 +62,11 @@ interface NodeLlamaCppModule {
 }
 
 /** node-llama-cpp is missing or cannot load llama.cpp here: `agent-serve engine` prints this and exits 1. */
-export class EngineUnavailableError extends Error {
+export class EngineUnavailableError extends GatewayError {
   override name = "EngineUnavailableError";
+  constructor(message: string) {
+    super("engine_unavailable", message);
+  }
 }
 
 let loading: Promise<Llama> | undefined;

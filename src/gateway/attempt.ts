@@ -6,8 +6,12 @@ import { GatewayError } from "../core/errors.js";
 import type { Backend } from "../backends/backend.js";
 import { stopReasonError, type AttemptAbort } from "./attempt-abort.js";
 import { engineErrorEnvelope } from "./engine-error.js";
-import { metadataHeaders, spliceMetadataIntoJson, type AgentServeMetadata } from "./response-metadata.js";
-import type { GatewayRuntime } from "./runtime.js";
+import {
+  metadataHeaders,
+  metadataMember,
+  spliceMemberIntoJson,
+  type AgentServeMetadata,
+} from "./response-metadata.js";
 import { SseRelay, sseEvent } from "./sse-relay.js";
 import { extractUsage, type TokenUsage } from "./usage.js";
 import {
@@ -20,8 +24,30 @@ import {
 import type { FreshConnection } from "./upstream-pools.js";
 import { ClientClosedError } from "./client-closed.js";
 
+/** What an attempt needs from the gateway besides its plan (built once per gateway, not per request). */
+export interface AttemptEnv {
+  readonly nowMs: () => number;
+  readonly firstByteTimeoutMs: number;
+  /** The first-byte timeout of streams (their first chunk follows the engine's prefill only). */
+  readonly streamFirstByteTimeoutMs: number;
+  /** A non-streaming answer is abandoned past this many bytes. */
+  readonly maxResponseBytes: number;
+  /** A connection of its own to the backend (the retry after a reused one was found closed). */
+  readonly freshConnection: (backend: Backend) => FreshConnection;
+  readonly logger: {
+    warn(fields: object, message: string): void;
+    debug(fields: object, message: string): void;
+  };
+  /** Registers the attempt so that a backend going down abandons it; returns the undo. */
+  readonly track: (backendId: string, abort: AttemptAbort) => () => void;
+  /** A stream's time to first token, in seconds. */
+  readonly firstToken: (tier: string, seconds: number) => void;
+}
+
 export interface AttemptPlan {
   backend: Backend;
+  /** The backend's pooled connections and base path. */
+  upstream: { pool: Dispatcher; basePath: string };
   path: string;
   body: Buffer;
   stream: boolean;
@@ -48,6 +74,8 @@ export interface AttemptResult {
   streamError?: string;
   /** What the engine reported it used, when it did. */
   usage?: TokenUsage;
+  /** The stream broke mid-way because of the engine (not the client): a failure for its health. */
+  engineFault?: boolean;
 }
 const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
 
@@ -55,12 +83,8 @@ const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
  * Runs one attempt. Rejects with AttemptFailure when the engine failed before anything reached the client
  * (the caller may retry elsewhere), or with the request's cancel reason when the client went away.
  */
-export function runAttempt(
-  rt: GatewayRuntime,
-  plan: AttemptPlan,
-  res: ServerResponse,
-): Promise<AttemptResult> {
-  return new Promise((resolve, reject) => new AttemptHandler(rt, plan, res, resolve, reject).start());
+export function runAttempt(env: AttemptEnv, plan: AttemptPlan, res: ServerResponse): Promise<AttemptResult> {
+  return new Promise((resolve, reject) => new AttemptHandler(env, plan, res, resolve, reject).start());
 }
 
 type Mode = "pending" | "failed-status" | "buffer" | "stream";
@@ -89,13 +113,13 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   };
 
   constructor(
-    private readonly rt: GatewayRuntime,
+    private readonly env: AttemptEnv,
     private readonly plan: AttemptPlan,
     private readonly res: ServerResponse,
     private readonly resolve: (result: AttemptResult) => void,
     private readonly reject: (err: Error) => void,
   ) {
-    this.untrack = rt.attempts.track(plan.backend.id, plan.abort);
+    this.untrack = env.track(plan.backend.id, plan.abort);
     plan.abort.listen(this.onAbort);
     // Our own timer rather than undici's headersTimeout: undici's timers tick once a second, and this one
     // also covers a stream's first chunk. It stops when the first byte is about to reach the client.
@@ -106,12 +130,11 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   }
 
   private get firstByteTimeoutMs(): number {
-    const { settings } = this.rt;
-    return this.plan.stream ? settings.streamFirstByteTimeoutMs : settings.firstByteTimeoutMs;
+    return this.plan.stream ? this.env.streamFirstByteTimeoutMs : this.env.firstByteTimeoutMs;
   }
 
   start(): void {
-    const { pool, basePath } = this.rt.pools.get(this.plan.backend);
+    const { pool, basePath } = this.plan.upstream;
     this.dispatch(pool, basePath);
   }
 
@@ -145,15 +168,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     if (statusCode >= 500) this.mode = "failed-status";
     else this.mode = statusCode === 200 && this.plan.stream ? "stream" : "buffer";
     const declared = Number(headers["content-length"]);
-    if (this.mode === "buffer" && declared > this.rt.settings.maxResponseBytes)
-      this.tooLarge(controller, declared);
+    if (this.mode === "buffer" && declared > this.env.maxResponseBytes) this.tooLarge(controller, declared);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (this.settled) return;
     if (this.mode === "buffer") {
       this.bufferedBytes += chunk.length;
-      if (this.bufferedBytes > this.rt.settings.maxResponseBytes) return this.tooLarge(controller);
+      if (this.bufferedBytes > this.env.maxResponseBytes) return this.tooLarge(controller);
       this.chunks.push(chunk);
     } else if (this.mode === "stream") {
       if (!this.committed) this.beginStream();
@@ -175,7 +197,8 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     } else if (this.mode === "buffer") {
       const body = Buffer.concat(this.chunks, this.bufferedBytes);
       this.chunks.length = 0;
-      const json = this.status === 200 ? spliceMetadataIntoJson(body, this.plan.meta) : undefined;
+      const json =
+        this.status === 200 ? spliceMemberIntoJson(body, metadataMember(this.plan.meta)) : undefined;
       if (this.status === 200 && (json === undefined || !isJsonType(this.headers["content-type"]))) {
         // Retried elsewhere: an HTML error page from a proxy in front of the engine, say.
         const type = this.headers["content-type"];
@@ -234,11 +257,11 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     ) {
       // A kept-alive connection the engine had closed: nothing was answered, so the request goes again on
       // a connection of its own, to the same engine; the engine is not to blame.
-      this.rt.logger.debug(
+      this.env.logger.debug(
         { backend: this.plan.backend.id, err: error.message },
         "reused connection closed; retrying on a fresh one",
       );
-      this.fresh = this.rt.pools.fresh(this.plan.backend);
+      this.fresh = this.env.freshConnection(this.plan.backend);
       this.upstream = undefined;
       this.dispatch(this.fresh.dispatcher, this.fresh.basePath);
       return;
@@ -246,8 +269,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     const failure = classifyUpstreamError(error, this.plan.backend.id, abandoned);
     if (!this.committed) return this.fail(failure);
     // Bytes already reached the client, so no retry: an error event, the metadata, and a proper end.
-    if (failure.healthSignal) this.rt.registry.recordOutcome(this.plan.backend, false, "request");
-    this.endStreamWithError(failure.message, failure.code);
+    this.endStreamWithError(failure.message, failure.code, failure.healthSignal);
   }
 
   private commit(): void {
@@ -259,7 +281,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   private beginStream(): void {
     this.commit();
-    this.rt.metrics.firstToken(this.plan.meta.tier, (this.rt.clock.nowMs() - this.plan.startedAtMs) / 1000);
+    this.env.firstToken(this.plan.meta.tier, (this.env.nowMs() - this.plan.startedAtMs) / 1000);
     this.res.writeHead(200, {
       ...metadataHeaders(this.plan.meta),
       ...this.plan.headers,
@@ -267,16 +289,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       "cache-control": "no-cache",
       "x-accel-buffering": "no",
     });
-    this.relay = new SseRelay(
-      () =>
-        sseEvent({
-          id: `agentserve-${this.plan.headers["x-request-id"] ?? ""}`,
-          object: this.plan.path === "/v1/completions" ? "text_completion" : "chat.completion.chunk",
-          choices: [],
-          x_agent_serve: this.plan.meta,
-        }),
-      this.plan.stripUsage,
-    );
+    this.relay = new SseRelay(metadataMember(this.plan.meta), this.plan.stripUsage);
   }
 
   /**
@@ -302,11 +315,11 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   /** The body is past upstream.max_response_bytes: stop reading it, free what was held, answer 502. */
   private tooLarge(controller: Dispatcher.DispatchController, declared?: number): void {
-    const limit = this.rt.settings.maxResponseBytes;
+    const limit = this.env.maxResponseBytes;
     this.chunks.length = 0;
     const size = declared === undefined ? `more than ${limit}` : String(declared);
     const message = `backend ${this.plan.backend.id} answered ${size} bytes, over upstream.max_response_bytes (${limit})`;
-    this.rt.logger.warn(
+    this.env.logger.warn(
       { backend: this.plan.backend.id, limitBytes: limit, declaredBytes: declared },
       "answer too large",
     );
@@ -331,7 +344,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     this.res.end(out);
   }
 
-  private endStreamWithError(message: string, code: string = "upstream_error"): void {
+  private endStreamWithError(message: string, code = "upstream_error", engineFault = true): void {
     const relay = this.relay!;
     if (!this.res.destroyed) {
       this.write([
@@ -340,7 +353,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       ]);
       this.res.end();
     }
-    this.succeed({ status: 200, streamError: message });
+    this.succeed({ status: 200, streamError: message, engineFault });
   }
 
   private cleanup(): void {

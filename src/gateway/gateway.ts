@@ -20,6 +20,7 @@ import type { GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { resolveTierSettings } from "../routing/tier-router.js";
 import { AttemptTracker } from "./attempt-tracker.js";
+import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { createGatewayServer } from "./server.js";
 import { UpstreamPools } from "./upstream-pools.js";
@@ -172,7 +173,7 @@ export class Gateway {
       idleTimeoutMs: config.upstream.idle_connection_timeout_seconds * 1000,
     });
     const attempts = new AttemptTracker();
-    this.runtime = {
+    const runtime: GatewayRuntime = {
       clock,
       logger,
       registry,
@@ -181,10 +182,27 @@ export class Gateway {
       pools,
       metrics,
       attempts,
+      attemptEnv: {
+        nowMs: () => clock.nowMs(),
+        get firstByteTimeoutMs() {
+          return runtime.settings.firstByteTimeoutMs;
+        },
+        get streamFirstByteTimeoutMs() {
+          return runtime.settings.streamFirstByteTimeoutMs;
+        },
+        get maxResponseBytes() {
+          return runtime.settings.maxResponseBytes;
+        },
+        freshConnection: (backend) => pools.fresh(backend),
+        logger,
+        track: (backendId, abort) => attempts.track(backendId, abort),
+        firstToken: (tier, seconds) => metrics.firstToken(tier, seconds),
+      },
+      outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
       budgets: new TokenBudgets(budgetSettings(config)),
-      probeSoon: (id) => this.health.probeSoon(id),
       settings: deriveSettings(config, registry.tiers()),
     };
+    this.runtime = runtime;
     metrics.initTiers(registry.tiers());
     registry.onEjectionWithheld((backend, cause) => {
       metrics.ejectionWithheld(backend.id);

@@ -11,19 +11,31 @@ export interface AgentServeMetadata {
   attempts: number;
 }
 
+/** All seven fields as `X-Agent-Serve-*` headers (the session id only when there is one). */
 export function metadataHeaders(meta: AgentServeMetadata): Record<string, string> {
-  return {
+  const headers: Record<string, string> = {
     "x-agent-serve-tier": meta.tier,
     "x-agent-serve-backend": meta.backend_id,
     "x-agent-serve-affinity-hit": meta.affinity_hit ? "true" : "false",
+    "x-agent-serve-reason": meta.reason,
+    "x-agent-serve-queue-wait-ms": String(meta.queue_wait_ms),
+    "x-agent-serve-attempts": String(meta.attempts),
   };
+  // The session id was validated as printable ASCII, so it is a safe header value as it is.
+  if (meta.session_id !== null) headers["x-agent-serve-session-id"] = meta.session_id;
+  return headers;
+}
+
+/** The bytes `,"x_agent_serve":{...}` that splice the metadata into a JSON object. */
+export function metadataMember(meta: AgentServeMetadata): Buffer {
+  return Buffer.from(`,"x_agent_serve":${JSON.stringify(meta)}`);
 }
 
 /**
- * Adds `"x_agent_serve": {...}` as the last member of an engine's JSON object body, without parsing and
- * re-serialising the (possibly large) body. Returns undefined when the body is not a non-empty JSON object.
+ * Adds `member` (from metadataMember) as the last member of a JSON object, without parsing and re-serialising
+ * the (possibly large) body. Returns undefined when the body is not a non-empty JSON object.
  */
-export function spliceMetadataIntoJson(body: Buffer, meta: AgentServeMetadata): Buffer | undefined {
+export function spliceMemberIntoJson(body: Buffer, member: Buffer): Buffer | undefined {
   let end = body.length - 1;
   while (end >= 0 && isSpace(body[end]!)) end--;
   if (end < 1 || body[end] !== 0x7d /* } */) return undefined;
@@ -32,7 +44,6 @@ export function spliceMetadataIntoJson(body: Buffer, meta: AgentServeMetadata): 
   let start = 0;
   while (start < body.length && isSpace(body[start]!)) start++;
   if (body[start] !== 0x7b /* { */ || before <= start) return undefined; // `{}` or not an object
-  const member = Buffer.from(`,"x_agent_serve":${JSON.stringify(meta)}`);
   return Buffer.concat([body.subarray(0, end), member, body.subarray(end)]);
 }
 

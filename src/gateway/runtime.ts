@@ -8,8 +8,10 @@ import type { Clock } from "../core/clock.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { TierRouterSettings } from "../routing/tier-router.js";
+import type { AttemptEnv } from "./attempt.js";
 import type { AttemptTracker } from "./attempt-tracker.js";
 import type { ApiKeyEntry } from "./client-auth.js";
+import type { EngineOutcomes } from "./engine-outcomes.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 
 /** Settings derived once per config (load or reload), in the units the request path uses. */
@@ -38,8 +40,10 @@ export interface GatewayRuntime {
   readonly pools: UpstreamPools;
   readonly metrics: GatewayMetrics;
   readonly attempts: AttemptTracker;
+  /** What one attempt needs of the gateway (reads the current settings, so a reload reaches it). */
+  readonly attemptEnv: AttemptEnv;
+  /** Where real requests' outcomes feed the engines' health. */
+  readonly outcomes: EngineOutcomes;
   budgets: TokenBudgets;
-  /** Asks the health checker for an early probe of a backend that just failed a request. */
-  readonly probeSoon: (backendId: string) => void;
   settings: RuntimeSettings;
 }

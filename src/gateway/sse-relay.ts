@@ -1,28 +1,35 @@
-// Relays an engine's SSE stream event by event: splices the metadata chunk before `data: [DONE]`, reads
+// Relays an engine's SSE stream event by event: splices the metadata into the engine's first chunk, reads
 // the usage chunk, and drops it when only the gateway asked for it.
+import { spliceMemberIntoJson } from "./response-metadata.js";
 import { usageFrom, type TokenUsage } from "./usage.js";
 
 const DONE = Buffer.from("data: [DONE]");
 const USAGE_OBJECT = Buffer.from('"usage":{');
 const EMPTY_CHOICES = Buffer.from('"choices":[]');
 const EVENT_END = Buffer.from("\n\n");
+const DATA_PREFIX = Buffer.from("data: ");
 
 export class SseRelay {
   private held: Buffer | undefined;
   private done = false;
   private usageSeen: TokenUsage | undefined;
+  /** The metadata member still to be spliced into a chunk; undefined once it rode on one. */
+  private member: Buffer | undefined;
 
   /**
-   * @param metadataEvent makes the `data: {...x_agent_serve...}\n\n` event to put before `[DONE]` (built
-   *   only then, so that it costs the first token nothing)
+   * @param member `,"x_agent_serve":{...}`, spliced into the first data chunk the engine sends (never an extra
+   *   chunk: clients that read `choices[0]` of every chunk, or the last chunk's id and usage, see only the
+   *   engine's chunks, ids and order)
    * @param stripUsage drop the engine's usage-only chunk (the client did not ask for usage; the gateway did)
    */
   constructor(
-    private readonly metadataEvent: () => Buffer,
+    member: Buffer,
     private readonly stripUsage: boolean,
-  ) {}
+  ) {
+    this.member = member;
+  }
 
-  /** True once the engine's `[DONE]` went through (with the metadata before it). */
+  /** True once the engine's `[DONE]` went through. */
   get sawDone(): boolean {
     return this.done;
   }
@@ -34,10 +41,10 @@ export class SseRelay {
 
   /**
    * Returns what to write now. Complete events pass through as slices of the engine's own buffers; only a
-   * trailing partial event is held until its end arrives. Only two kinds of event need a look (the first
-   * `data: [DONE]` and those carrying usage), so the chunk is searched for those rather than split into
-   * every event: a short answer arrives as one read of twenty events, which then costs a handful of native
-   * searches instead of two per event.
+   * trailing partial event is held until its end arrives (and, until the metadata has ridden on a chunk, the
+   * first event's). Only a few kinds of event need a look (the first data chunk, the first `data: [DONE]`,
+   * those carrying usage), so the chunk is searched for those rather than split into every event: a short
+   * answer arrives as one read of twenty events, which then costs a handful of native searches.
    */
   push(input: Buffer): Buffer[] {
     const chunk = this.held === undefined ? input : Buffer.concat([this.held, input]);
@@ -46,29 +53,50 @@ export class SseRelay {
     const complete = lastEnd < 0 ? 0 : lastEnd + EVENT_END.length; // [0, complete) holds whole events
     if (complete < chunk.length) this.held = chunk.subarray(complete);
     const out: Buffer[] = [];
-    let passFrom = 0; // bytes from passFrom on are forwarded as one slice
-    let doneAt = this.done ? -1 : findDone(chunk, complete);
-    let usageAt = find(chunk, USAGE_OBJECT, 0, complete);
-    while (doneAt >= 0 || usageAt >= 0) {
-      if (doneAt >= 0 && (usageAt < 0 || doneAt < usageAt)) {
-        const next = chunk.indexOf(EVENT_END, doneAt) + EVENT_END.length;
-        if (doneAt > passFrom) out.push(chunk.subarray(passFrom, doneAt));
-        out.push(this.metadataEvent(), chunk.subarray(doneAt, next));
-        passFrom = next;
-        this.done = true;
-        doneAt = -1;
-      } else {
-        const start = eventStart(chunk, usageAt);
-        const end = chunk.indexOf(EVENT_END, usageAt);
-        if (this.readUsage(chunk, start, end) === "drop") {
-          if (start > passFrom) out.push(chunk.subarray(passFrom, start));
-          passFrom = end + EVENT_END.length;
-        }
-        usageAt = find(chunk, USAGE_OBJECT, end, complete);
-      }
+    let from = 0;
+    while (this.member !== undefined && from < complete) {
+      const end = chunk.indexOf(EVENT_END, from) + EVENT_END.length;
+      const spliced = this.spliceInto(chunk, from, end);
+      if (spliced !== undefined) out.push(spliced);
+      else this.scan(chunk, from, end, out);
+      from = end;
     }
-    if (complete > passFrom) out.push(chunk.subarray(passFrom, complete));
+    this.scan(chunk, from, complete, out);
     return out;
+  }
+
+  /**
+   * The event at [start, end) with the metadata spliced in, if it is a data chunk holding a JSON object that
+   * goes to the client (not `[DONE]`, not a usage chunk to drop); undefined otherwise.
+   */
+  private spliceInto(chunk: Buffer, start: number, end: number): Buffer | undefined {
+    if (chunk.compare(DATA_PREFIX, 0, DATA_PREFIX.length, start, start + DATA_PREFIX.length) !== 0)
+      return undefined;
+    const payloadEnd = end - EVENT_END.length;
+    const usageAt = find(chunk, USAGE_OBJECT, start, payloadEnd);
+    if (usageAt >= 0 && this.readUsage(chunk, start, payloadEnd) === "drop") return undefined;
+    const payload = chunk.subarray(start + DATA_PREFIX.length, payloadEnd);
+    const spliced = spliceMemberIntoJson(payload, this.member!);
+    if (spliced === undefined) return undefined;
+    this.member = undefined;
+    return Buffer.concat([DATA_PREFIX, spliced, EVENT_END]);
+  }
+
+  /** Appends to `out` the events of chunk[start, end): passed through, `[DONE]` noted, usage read or dropped. */
+  private scan(chunk: Buffer, start: number, end: number, out: Buffer[]): void {
+    let passFrom = start; // bytes from passFrom on are forwarded as one slice
+    if (!this.done && findDone(chunk, start, end) >= 0) this.done = true;
+    let usageAt = find(chunk, USAGE_OBJECT, start, end);
+    while (usageAt >= 0) {
+      const eventAt = eventStart(chunk, usageAt, start);
+      const eventEnd = chunk.indexOf(EVENT_END, usageAt);
+      if (this.readUsage(chunk, eventAt, eventEnd) === "drop") {
+        if (eventAt > passFrom) out.push(chunk.subarray(passFrom, eventAt));
+        passFrom = eventEnd + EVENT_END.length;
+      }
+      usageAt = find(chunk, USAGE_OBJECT, eventEnd, end);
+    }
+    if (end > passFrom) out.push(chunk.subarray(passFrom, end));
   }
 
   /** The engine's stream ended: whatever partial event was held back. */
@@ -101,16 +129,16 @@ function find(chunk: Buffer, needle: Buffer, from: number, before: number): numb
   return at < before ? at : -1;
 }
 
-/** Where the event holding byte `at` starts: just after the previous blank line, or at 0. */
-function eventStart(chunk: Buffer, at: number): number {
+/** Where the event holding byte `at` starts: just after the previous blank line, or at `floor`. */
+function eventStart(chunk: Buffer, at: number, floor: number): number {
   const previousEnd = chunk.lastIndexOf(EVENT_END, at);
-  return previousEnd < 0 ? 0 : previousEnd + EVENT_END.length;
+  return previousEnd < floor ? floor : previousEnd + EVENT_END.length;
 }
 
-/** The first event in chunk[0, before) that is `data: [DONE]`; the text inside another event does not count. */
-function findDone(chunk: Buffer, before: number): number {
-  for (let at = find(chunk, DONE, 0, before); at >= 0; at = find(chunk, DONE, at + 1, before)) {
-    if (at === 0 || (chunk[at - 1] === 0x0a && chunk[at - 2] === 0x0a)) return at;
+/** The first event in chunk[from, before) that is `data: [DONE]`; the text inside another event does not count. */
+function findDone(chunk: Buffer, from: number, before: number): number {
+  for (let at = find(chunk, DONE, from, before); at >= 0; at = find(chunk, DONE, at + 1, before)) {
+    if (at === from || (chunk[at - 1] === 0x0a && chunk[at - 2] === 0x0a)) return at;
   }
   return -1;
 }

@@ -1,17 +1,22 @@
 // Classifies what went wrong talking to an engine: retryable or not, a health signal or not, 502 or 504.
+import { GatewayError } from "../core/errors.js";
 
 /** An attempt failed before any byte reached the client: the request may go to the next backend. */
-export class AttemptFailure extends Error {
+export class AttemptFailure extends GatewayError {
   override name = "AttemptFailure";
   constructor(
-    readonly code: "upstream_error" | "upstream_timeout",
+    code: "upstream_error" | "upstream_timeout",
     message: string,
     /** Whether the failure says something about the engine's health (feeds the passive health signal). */
     readonly healthSignal: boolean,
     /** The engine's own Retry-After (seconds) on a 503, passed on when every attempt failed. */
-    readonly retryAfterSeconds?: number,
+    engineRetryAfterSeconds?: number,
   ) {
-    super(message);
+    super(
+      code,
+      message,
+      engineRetryAfterSeconds === undefined ? {} : { retryAfterSeconds: engineRetryAfterSeconds },
+    );
   }
 }
 

@@ -62,7 +62,7 @@ describe("session affinity through the gateway", () => {
     expect(delta("agentserve_affinity_broken_total")).toBe(0);
   });
 
-  it("streams through the SDK unchanged, with x_agent_serve in a last chunk before [DONE]", async () => {
+  it("streams through the SDK unchanged, with x_agent_serve on the engine's first chunk", async () => {
     const openai = client("agent-session-stream");
     const seen: Record<string, unknown>[] = [];
     let text = "";
@@ -88,9 +88,15 @@ describe("session affinity through the gateway", () => {
       reason: "affinity_hit",
       backend_id: first!.backend_id,
     });
-    expect(
-      metaChunks.every((c) => Array.isArray(c["choices"]) && (c["choices"] as unknown[]).length === 0),
-    ).toBe(true);
+    // No chunk is added: each chunk carrying the metadata is one the engine sent, with a choice in it, so the
+    // common `chunk.choices[0].delta` loop never meets an empty `choices`.
+    expect(seen.every((c) => Array.isArray(c["choices"]) && (c["choices"] as unknown[]).length === 1)).toBe(
+      true,
+    );
+    const firstOfEachStream = seen.filter(
+      (c) => (c["choices"] as { delta: { role?: string } }[])[0]!.delta.role,
+    );
+    expect(firstOfEachStream).toEqual(metaChunks);
   });
 
   it("routes by model: the big model goes to the big tier", async () => {

@@ -70,7 +70,8 @@ describe("token budgets", () => {
     const text = await response.text();
     const usageEvents = text.split("\n\n").filter((e) => e.includes('"usage":{'));
     expect(usageEvents).toHaveLength(1);
-    expect(text.indexOf('"usage":{')).toBeLessThan(text.indexOf("x_agent_serve"));
+    // The metadata rides on the engine's first chunk, not on the usage chunk.
+    expect(text.indexOf("x_agent_serve")).toBeLessThan(text.indexOf('"usage":{'));
   });
 });
 

@@ -3,7 +3,15 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SseRelay } from "../../src/gateway/sse-relay.js";
 
-const METADATA = Buffer.from('data: {"x_agent_serve":{"tier":"small"}}\n\n');
+const MEMBER = ',"x_agent_serve":{"tier":"small"}';
+
+/** The model: the metadata member goes last into the first event's JSON object, if that event has one. */
+function withMetadataOnFirst(events: string[]): string {
+  const [first, ...rest] = events;
+  if (first === undefined) return "";
+  const spliced = first.replace(/}\n\n$/, `${MEMBER}}\n\n`);
+  return [spliced, ...rest].join("");
+}
 
 interface Usage {
   prompt: number;
@@ -37,7 +45,7 @@ function split(bytes: Buffer, cuts: number[]): Buffer[] {
 }
 
 function relay(parts: Buffer[], stripUsage: boolean): { out: string; relay: SseRelay } {
-  const r = new SseRelay(() => METADATA, stripUsage);
+  const r = new SseRelay(Buffer.from(MEMBER), stripUsage);
   const out = [...parts.flatMap((p) => r.push(p)), ...r.flush()];
   return { out: Buffer.concat(out).toString(), relay: r };
 }
@@ -58,15 +66,17 @@ const streamShape = fc.record({
 });
 
 describe("SseRelay", () => {
-  it("forwards every event unchanged, puts the metadata before [DONE] and reads the usage, however split", () => {
+  it("forwards every event, puts the metadata on the first chunk and reads the usage, however split", () => {
     fc.assert(
       fc.property(streamShape, ({ tokens, usage, cuts, stripUsage }) => {
-        const body = tokens.map((t) => tokenEvent(t.text, t.usage)).join("");
+        const events = tokens.map((t) => tokenEvent(t.text, t.usage));
         const usageText = usage === undefined ? "" : usageEvent(usage.prompt, usage.completion);
-        const input = Buffer.from(`${body}${usageText}data: [DONE]\n\n`);
+        const input = Buffer.from(`${events.join("")}${usageText}data: [DONE]\n\n`);
         const { out, relay: r } = relay(split(input, cuts), stripUsage);
-        const keptUsage = stripUsage ? "" : usageText;
-        expect(out).toBe(`${body}${keptUsage}${METADATA.toString()}data: [DONE]\n\n`);
+        const kept = [...events, ...(stripUsage || usage === undefined ? [] : [usageText])];
+        // No chunk is added: the metadata rides on the engine's first chunk (the usage chunk if it is the only
+        // one the client gets), and a stream of no chunk at all carries it only in the headers.
+        expect(out).toBe(`${withMetadataOnFirst(kept)}data: [DONE]\n\n`);
         expect(r.sawDone).toBe(true);
         // The last report wins: the usage-only chunk, else the last token chunk that carried usage.
         const last = usage ?? tokens.findLast((t) => t.usage !== undefined)?.usage;
@@ -90,7 +100,8 @@ describe("SseRelay", () => {
           // A partial last event: no blank line in it.
           const input = Buffer.from(tokens.map((t) => tokenEvent(t)).join("") + tail.replaceAll("\n", " "));
           const { out, relay: r } = relay(split(input, cuts), true);
-          expect(out).toBe(input.toString());
+          const events = tokens.map((t) => tokenEvent(t));
+          expect(out).toBe(withMetadataOnFirst(events) + tail.replaceAll("\n", " "));
           expect(r.sawDone).toBe(false);
         },
       ),

@@ -1,0 +1,140 @@
+// Stage 4 of a completion: pick a backend, take a slot, run one attempt, fail over to the next on failure.
+import type { ServerResponse } from "node:http";
+import type { AffinityScheduler } from "../affinity/scheduler.js";
+import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
+import type { BackendRegistry } from "../backends/registry.js";
+import type { Clock } from "../core/clock.js";
+import { GatewayError } from "../core/errors.js";
+import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import { AttemptAbort } from "./attempt-abort.js";
+import { runAttempt, type AttemptEnv, type AttemptResult } from "./attempt.js";
+import type { EngineOutcomes } from "./engine-outcomes.js";
+import type { RequestContext } from "./request-context.js";
+import type { UpstreamBodies } from "./upstream-body.js";
+import { AttemptFailure } from "./upstream-failure.js";
+import type { UpstreamPools } from "./upstream-pools.js";
+
+/** The loop's collaborators (the gateway runtime provides them all). */
+export interface AttemptLoopDeps {
+  readonly clock: Clock;
+  readonly logger: { warn(fields: object, message: string): void };
+  readonly registry: BackendRegistry;
+  readonly scheduler: AffinityScheduler;
+  readonly slots: BackendSlots;
+  readonly pools: UpstreamPools;
+  readonly metrics: GatewayMetrics;
+  readonly outcomes: EngineOutcomes;
+  readonly attemptEnv: AttemptEnv;
+  readonly settings: { readonly maxAttempts: number };
+}
+
+/** One request, routed: what every attempt of it sends. */
+export interface RoutedRequest {
+  tier: string;
+  sessionId: string | undefined;
+  /** The engine path (`/v1/chat/completions`, ...). */
+  path: string;
+  bodies: UpstreamBodies;
+  stream: boolean;
+}
+
+/**
+ * Tries backends in the order the scheduler gives until one answers, at most settings.maxAttempts times.
+ * Resolves with the answering attempt's result (its response already written); throws a GatewayError when no
+ * attempt could answer, or the request's cancel reason.
+ */
+export async function runAttemptLoop(
+  deps: AttemptLoopDeps,
+  request: RoutedRequest,
+  res: ServerResponse,
+  ctx: RequestContext,
+): Promise<AttemptResult> {
+  const { tier, sessionId } = request;
+  const exclude = new Set<string>();
+  let lastFailure: AttemptFailure | undefined;
+  while (ctx.attempts < deps.settings.maxAttempts) {
+    const selection = deps.scheduler.selectBackend(sessionId, tier, deps.registry.tier(tier), exclude);
+    if (selection === undefined) break;
+    const { backend } = selection;
+    ctx.attempts++;
+    ctx.backend = backend.id;
+    ctx.reason = selection.reason;
+    ctx.affinityHit = selection.affinityHit;
+    deps.metrics.selection(tier, selection.reason);
+    if (ctx.attempts > 1) deps.metrics.retry(tier);
+
+    const abort = new AttemptAbort();
+    ctx.activeAttempt = abort;
+    if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
+    const waitStartedMs = deps.clock.nowMs();
+    try {
+      const pending = deps.slots.acquire(backend, abort);
+      if (pending !== undefined) await pending;
+    } catch (err) {
+      if (!(err instanceof SlotUnavailableError)) throw err;
+      lastFailure = new AttemptFailure("upstream_error", `backend ${backend.id}: ${err.message}`, false);
+      exclude.add(backend.id);
+      continue;
+    } finally {
+      ctx.queueWaitMs += deps.clock.nowMs() - waitStartedMs;
+    }
+
+    let committed = false;
+    try {
+      const result = await runAttempt(
+        deps.attemptEnv,
+        {
+          backend,
+          upstream: deps.pools.get(backend),
+          path: request.path,
+          body: request.bodies.forModel(backend.model),
+          stream: request.stream,
+          meta: {
+            session_id: sessionId ?? null,
+            tier,
+            backend_id: backend.id,
+            affinity_hit: selection.affinityHit,
+            reason: selection.reason,
+            queue_wait_ms: Math.round(ctx.queueWaitMs),
+            attempts: ctx.attempts,
+          },
+          headers: { "x-request-id": ctx.requestId },
+          abort,
+          cancelled: () => ctx.cancelReason,
+          startedAtMs: ctx.startedAtMs,
+          stripUsage: request.bodies.stripUsage,
+          upstreamHeaders: backend.upstreamHeaders,
+          onCommit: () => {
+            committed = true;
+          },
+        },
+        res,
+      );
+      if (result.engineFault === true) deps.outcomes.failed(backend);
+      else if (result.status < 500 && result.streamError === undefined) deps.outcomes.succeeded(backend);
+      return result;
+    } catch (err) {
+      if (!(err instanceof AttemptFailure) || committed) throw err;
+      lastFailure = err;
+      exclude.add(backend.id);
+      // Break the session's binding first, so a health transition triggered below does not count it twice.
+      deps.scheduler.onAttemptFailed(sessionId, tier, backend.id);
+      if (err.healthSignal) deps.outcomes.failed(backend);
+      deps.logger.warn({ reqId: ctx.requestId, backend: backend.id, err: err.message }, "attempt failed");
+    } finally {
+      deps.slots.release(backend);
+    }
+  }
+  if (lastFailure !== undefined) {
+    // Every engine said it is overloaded and when to come back: a 503 that says so, not a 502.
+    const retryAfterSeconds = lastFailure.retryAfterSeconds;
+    throw new GatewayError(
+      lastFailure.code,
+      `${lastFailure.message}; ${ctx.attempts} attempt(s) made`,
+      retryAfterSeconds === undefined ? {} : { retryAfterSeconds, status: 503 },
+    );
+  }
+  throw new GatewayError("no_healthy_backend", `no healthy backend in tier '${tier}'`, {
+    retryAfterSeconds: 5,
+  });
+}
