@@ -24,6 +24,8 @@ import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { createGatewayServer } from "./server.js";
 import { UpstreamPools } from "./upstream-pools.js";
+import { GatewayError } from "../core/errors.js";
+import { cancelRequest, type RequestContext } from "./request-context.js";
 import { defaultMaxConnections, openFileLimit } from "./connection-limit.js";
 
 export interface GatewayOptions {
@@ -43,6 +45,9 @@ function randomHashKey(): [number, number] {
   const bytes = randomBytes(8);
   return [bytes.readInt32LE(0), bytes.readInt32LE(4)];
 }
+
+/** After the grace, how long cancelled requests get to write their last bytes before connections close. */
+const SHUTDOWN_FLUSH_MS = 500;
 
 /** Expired bindings are reclaimed in the background too, so an idle gateway's table shrinks. */
 const SWEEP_INTERVAL_MS = 1000;
@@ -121,6 +126,8 @@ export class Gateway {
   private readonly sweepTimer: NodeJS.Timeout;
   private accepting = true;
   private activeRequests = 0;
+  /** Requests in progress, so that a shutdown's end can close each one properly (streams with an error event). */
+  private readonly live = new Set<RequestContext>();
   /** Resolved (and cleared) when the last in-flight request ends: shutdown waits on it. */
   private onIdle: (() => void) | undefined;
   private address: AddressInfo | undefined;
@@ -236,6 +243,7 @@ export class Gateway {
 
     this.server = createGatewayServer(this.runtime, {
       accepting: () => this.accepting,
+      live: this.live,
       reload: () => this.reloadFromSource(),
     });
     this.server.maxConnections = maxConnectionsOf(config, this.fileLimit);
@@ -359,6 +367,22 @@ export class Gateway {
       await new Promise<void>((resolve) => {
         this.onIdle = resolve;
         timer = setTimeout(resolve, graceMs);
+      });
+      clearTimeout(timer);
+      this.onIdle = undefined;
+    }
+    if (this.activeRequests > 0) {
+      // The grace is over: each request still running ends as a failure would end it (a stream gets an SSE
+      // error event and [DONE]), then what is left is closed.
+      const reason = new GatewayError(
+        "shutting_down",
+        "the gateway shut down before the answer was complete",
+      );
+      for (const ctx of [...this.live]) cancelRequest(ctx, reason);
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.onIdle = resolve;
+        timer = setTimeout(resolve, SHUTDOWN_FLUSH_MS);
       });
       clearTimeout(timer);
       this.onIdle = undefined;

@@ -28,7 +28,12 @@ const CLIENT_CLOSED_STATUS = 499;
 export interface ServerHooks extends AdminActions {
   /** False while shutting down: new requests get 503. */
   accepting(): boolean;
+  /** Requests in progress (the gateway ends them at the end of a shutdown's grace). */
+  readonly live: Set<RequestContext>;
 }
+
+/** What stays answered while a shutdown drains: liveness, readiness (which says so) and metrics. */
+const DURING_SHUTDOWN = new Set(["GET /healthz", "GET /readyz", "GET /metrics"]);
 
 export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Server {
   const routes = new Map<string, Handler>([
@@ -36,7 +41,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
     ["POST /v1/completions", (req, res, ctx) => handleCompletion(rt, "completions", req, res, ctx)],
     ["GET /v1/models", async (_req, res) => writeJson(res, 200, listModels(rt))],
     ["GET /healthz", async (_req, res) => writeJson(res, 200, { status: "ok" })],
-    ["GET /readyz", async (_req, res) => readiness(rt, res)],
+    ["GET /readyz", async (_req, res) => readiness(rt, res, hooks.accepting())],
     [
       "GET /metrics",
       async (_req, res) => {
@@ -80,12 +85,14 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       queueWaitMs: 0,
     };
     tracer?.begin(ctx, req.headers);
+    hooks.live.add(ctx);
     const deadline = setTimeout(
       () => cancelRequest(ctx, new GatewayError("upstream_timeout", "request deadline passed")),
       rt.settings.requestTimeoutMs,
     );
     res.on("close", () => {
       clearTimeout(deadline);
+      hooks.live.delete(ctx);
       if (!res.writableFinished) {
         ctx.clientClosed = true;
         cancelRequest(ctx, new ClientClosedError("client closed the connection"));
@@ -93,7 +100,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       finish(ctx, res);
     });
     try {
-      if (!hooks.accepting())
+      if (!hooks.accepting() && !DURING_SHUTDOWN.has(`${method} ${path}`))
         throw new GatewayError("shutting_down", "the gateway is shutting down", { retryAfterSeconds: 1 });
       const handler = routes.get(`${method} ${path}`);
       if (handler !== undefined) await handler(req, res, ctx);
@@ -213,8 +220,10 @@ function listModels(rt: GatewayRuntime): unknown {
   };
 }
 
-function readiness(rt: GatewayRuntime, res: ServerResponse): void {
+/** Not ready from the moment a shutdown starts, so load balancers stop sending before connections close. */
+function readiness(rt: GatewayRuntime, res: ServerResponse, accepting: boolean): void {
   const backends = [...rt.registry.all()].map((b) => ({ id: b.id, tier: b.tier, state: b.state }));
-  const ready = rt.registry.anyAvailable();
-  writeJson(res, ready ? 200 : 503, { status: ready ? "ready" : "no healthy backend", backends });
+  const ready = accepting && rt.registry.anyAvailable();
+  const status = !accepting ? "shutting down" : ready ? "ready" : "no healthy backend";
+  writeJson(res, ready ? 200 : 503, { status, backends }, ready ? {} : { "retry-after": "1" });
 }
