@@ -27,6 +27,7 @@ import { UpstreamPools } from "./upstream-pools.js";
 import { GatewayError } from "../core/errors.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
 import { defaultMaxConnections, openFileLimit } from "./connection-limit.js";
+import { ConnectionGuard } from "./connection-guard.js";
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -132,6 +133,7 @@ export class Gateway {
   private onIdle: (() => void) | undefined;
   private address: AddressInfo | undefined;
   private readonly fileLimit = openFileLimit();
+  private readonly connections: ConnectionGuard;
 
   private constructor(
     config: GatewayConfig,
@@ -246,7 +248,7 @@ export class Gateway {
       live: this.live,
       reload: () => this.reloadFromSource(),
     });
-    this.server.maxConnections = maxConnectionsOf(config, this.fileLimit);
+    this.connections = new ConnectionGuard(this.server, maxConnectionsOf(config, this.fileLimit));
     this.server.on("request", (_req, res) => {
       this.activeRequests++;
       res.once("close", () => {
@@ -324,7 +326,7 @@ export class Gateway {
       changed.push("budget window or max_agents changed: budget usage starts afresh");
     }
     for (const backend of rt.registry.all()) rt.slots.pump(backend);
-    this.server.maxConnections = maxConnectionsOf(config, this.fileLimit);
+    this.connections.setLimit(maxConnectionsOf(config, this.fileLimit));
     rt.metrics.initTiers(rt.registry.tiers());
     const previous = rt.settings.config;
     if (previous.server.host !== config.server.host || previous.server.port !== config.server.port) {
