@@ -21,6 +21,7 @@ const CODES = {
   unsupported_media_type: { status: 415, type: "invalid_request_error" },
   header_too_large: { status: 431, type: "invalid_request_error" },
   budget_exceeded: { status: 429, type: "rate_limit_error" },
+  too_many_agents: { status: 503, type: "service_unavailable_error" },
   no_healthy_backend: { status: 503, type: "service_unavailable_error" },
   queue_full: { status: 503, type: "service_unavailable_error" },
   queue_timeout: { status: 503, type: "service_unavailable_error" },

@@ -20,8 +20,8 @@ export function authenticate(
   headers: IncomingHttpHeaders,
   declaredAgentId: string | undefined,
   keys: ReadonlyMap<string, ApiKeyEntry>,
-): string | undefined {
-  if (keys.size === 0) return declaredAgentId;
+): { agentId: string | undefined; keyed: boolean } {
+  if (keys.size === 0) return { agentId: declaredAgentId, keyed: false };
   const header = headers.authorization;
   const token = header?.startsWith("Bearer ") ? header.slice(7).trim() : undefined;
   if (token === undefined || token === "") {
@@ -29,5 +29,8 @@ export function authenticate(
   }
   const entry = keys.get(sha256Hex(token));
   if (entry === undefined) throw new GatewayError("unauthorized", "unknown API key");
-  return entry.agentId ?? declaredAgentId;
+  // A key's own agent is an authenticated identity; a declared X-Agent-Id is only what the client says.
+  return entry.agentId !== undefined
+    ? { agentId: entry.agentId, keyed: true }
+    : { agentId: declaredAgentId, keyed: false };
 }

@@ -1,7 +1,7 @@
 // POST /v1/chat/completions and /v1/completions, in stages that read in order: admit -> parse -> route ->
 // attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { admit, settle } from "./admit.js";
+import { admit, reserveBudget, settle } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { parseCompletionRequest, type CompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
@@ -9,6 +9,7 @@ import type { RequestContext } from "./request-context.js";
 import { routeTier } from "./route-tier.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { UpstreamBodies } from "./upstream-body.js";
+import type { TokenUsage } from "./usage.js";
 
 const PATHS: Record<Endpoint, string> = { chat: "/v1/chat/completions", completions: "/v1/completions" };
 
@@ -36,23 +37,28 @@ export async function handleCompletion(
   const { tier } = routeTier(admission.client, request, rt.registry, rt.scheduler, settings.tiers);
   ctx.tier = tier;
 
-  const result = await runAttemptLoop(
-    rt,
-    {
-      tier,
-      sessionId: admission.client.sessionId,
-      path: PATHS[endpoint],
-      bodies: new UpstreamBodies(raw, request),
-      stream: request.stream,
-    },
-    res,
-    ctx,
-  );
-  ctx.status = result.status;
-  ctx.streamError = result.streamError;
-  if (result.usage !== undefined) {
-    rt.metrics.tokens(tier, result.usage);
-    settle(admission, rt.budgets, result.usage, rt.clock.nowMs());
+  const hold = reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
+  let usage: TokenUsage | undefined;
+  try {
+    const result = await runAttemptLoop(
+      rt,
+      {
+        tier,
+        sessionId: admission.client.sessionId,
+        path: PATHS[endpoint],
+        bodies: new UpstreamBodies(raw, request, hold?.clampedMaxTokens),
+        stream: request.stream,
+      },
+      res,
+      ctx,
+    );
+    ctx.status = result.status;
+    ctx.streamError = result.streamError;
+    usage = result.usage;
+    if (usage !== undefined) rt.metrics.tokens(tier, usage);
+  } finally {
+    // A failed request frees its hold; one that ran is charged what the engine reported.
+    settle(admission, rt.budgets, hold, usage, rt.clock.nowMs());
   }
 }
 

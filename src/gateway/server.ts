@@ -168,6 +168,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
 /** Codes of requests refused before any engine saw them (agentserve_rejections_total{reason}). */
 const REFUSALS = new Set<ErrorCode>([
   "budget_exceeded",
+  "too_many_agents",
   "queue_full",
   "queue_timeout",
   "no_healthy_backend",
