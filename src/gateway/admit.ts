@@ -1,8 +1,7 @@
 // Stage 1 of a completion: who is asking (headers, API key) and whether their token budget lets them in.
-import type { IncomingHttpHeaders } from "node:http";
 import type { Reservation, TokenBudgets } from "../admission/token-budgets.js";
 import { GatewayError } from "../core/errors.js";
-import { authenticate, type ApiKeyEntry } from "./client-auth.js";
+import { chargedAgent, type ApiKeyEntry, type DistinctHeaders } from "./client-auth.js";
 import { parseClientHeaders, type ClientHeaders } from "./client-headers.js";
 import type { CompletionRequest } from "./completion-request.js";
 import type { TokenUsage } from "./usage.js";
@@ -11,7 +10,6 @@ import type { TokenUsage } from "./usage.js";
 const ANONYMOUS = "(anonymous)";
 
 export interface AdmitSettings {
-  apiKeys: ReadonlyMap<string, ApiKeyEntry>;
   budgetAnonymous: boolean;
 }
 
@@ -25,15 +23,19 @@ export interface Admission {
   keyed: boolean;
 }
 
-/** Validates the identity headers and the API key, and refuses an agent whose budget is spent (429). */
+/**
+ * Validates the identity headers (the API key was checked before, by the server, for every /v1 request) and
+ * refuses an agent whose budget is spent (429).
+ */
 export function admit(
-  headers: IncomingHttpHeaders,
+  headers: DistinctHeaders,
+  key: ApiKeyEntry | undefined,
   settings: AdmitSettings,
   budgets: TokenBudgets,
   nowMs: number,
 ): Admission {
   const client = parseClientHeaders(headers);
-  const { agentId, keyed } = authenticate(headers, client.agentId, settings.apiKeys);
+  const { agentId, keyed } = chargedAgent(key, client.agentId);
   const budgetKey = agentId ?? (settings.budgetAnonymous ? ANONYMOUS : undefined);
   if (budgetKey !== undefined) {
     const decision = budgets.check(budgetKey, nowMs);

@@ -120,7 +120,11 @@ export async function runAttemptLoop(
       // Break the session's binding first, so a health transition triggered below does not count it twice.
       deps.scheduler.onAttemptFailed(sessionId, tier, backend.id);
       if (err.healthSignal) deps.outcomes.failed(backend);
-      deps.logger.warn({ reqId: ctx.requestId, backend: backend.id, err: err.message }, "attempt failed");
+      const cause = err.cause instanceof Error ? err.cause.message : undefined;
+      deps.logger.warn(
+        { reqId: ctx.requestId, backend: backend.id, err: err.message, cause },
+        "attempt failed",
+      );
     } finally {
       deps.slots.release(backend);
     }

@@ -22,8 +22,9 @@ export async function handleCompletion(
 ): Promise<void> {
   const { settings } = rt;
   const admission = admit(
-    req.headers,
-    { apiKeys: settings.apiKeys, budgetAnonymous: settings.config.admission.budget_anonymous },
+    req.headersDistinct,
+    ctx.apiKey,
+    { budgetAnonymous: settings.config.admission.budget_anonymous },
     rt.budgets,
     rt.clock.nowMs(),
   );

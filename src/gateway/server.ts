@@ -12,6 +12,7 @@ import { GatewayError, toGatewayError, type ErrorCode } from "../core/errors.js"
 import { createRequestTracer } from "../tracing/request-tracer.js";
 import { handleAdmin, type AdminActions } from "./admin-handler.js";
 import { handleCompletion } from "./completion-handler.js";
+import { requireApiKey } from "./client-auth.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
@@ -31,6 +32,19 @@ export interface ServerHooks extends AdminActions {
   /** Requests in progress (the gateway ends them at the end of a shutdown's grace). */
   readonly live: Set<RequestContext>;
 }
+
+/**
+ * Methods the gateway knows: on a route that does not take one of them, 405. Any other method (PROPFIND,
+ * TRACE, ...) is one it does not implement: 501, as RFC 9110 asks.
+ */
+const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
+/**
+ * A request left unread when its answer is sent (too large, refused early) is read on and discarded, up to
+ * this much or this long, before the connection is cut: closing with unread bytes makes the kernel reset
+ * the connection, and the client may then lose the answer it had not read yet (the 413 it needs).
+ */
+const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
+const DRAIN_LIMIT_MS = 5000;
 
 /** What stays answered while a shutdown drains: liveness, readiness (which says so) and metrics. */
 const DURING_SHUTDOWN = new Set(["GET /healthz", "GET /readyz", "GET /metrics"]);
@@ -69,6 +83,14 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) =>
     answerClientError(err, socket, rt),
   );
+  // Without a listener node drops a CONNECT's connection without a word.
+  server.on("connect", (_req: IncomingMessage, socket: Duplex) =>
+    answerRaw(
+      socket,
+      new GatewayError("not_implemented", "CONNECT is not supported: this is not a proxy"),
+      rt,
+    ),
+  );
   // undefined when server.tracing is off: then each hook below is a no-op.
   const tracer = createRequestTracer(rt.settings.config.server.tracing, rt.logger);
   server.on("close", () => void tracer?.shutdown());
@@ -102,6 +124,10 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       finish(ctx, res);
     });
     try {
+      checkFraming(req, method);
+      // Authentication first: a /v1 request without a valid key learns nothing else (RFC 9110's 401).
+      if (path === "/v1" || path.startsWith("/v1/"))
+        ctx.apiKey = requireApiKey(req.headersDistinct, rt.settings.apiKeys);
       if (!hooks.accepting() && !DURING_SHUTDOWN.has(`${method} ${path}`))
         throw new GatewayError("shutting_down", "the gateway is shutting down", { retryAfterSeconds: 1 });
       const handler = routes.get(`${method} ${path}`);
@@ -124,10 +150,10 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       }
       const headers: Record<string, string> = { ...error.headers(), "x-request-id": ctx.requestId };
       if (ctx.tier !== undefined) headers["x-agent-serve-tier"] = ctx.tier;
-      // A body left unread (too large, or refused before reading) is discarded by node; the connection is
-      // not reused, so a client still sending cannot make us read an unbounded body.
-      if (!req.complete) headers["connection"] = "close";
       writeJson(res, error.status, error.toJSON(), headers);
+      // A body left unread (too large, or refused before reading) is read on and discarded, a bounded
+      // amount, so that the client reads this answer before the connection is cut.
+      if (!req.complete) drainThenClose(req);
     } finally {
       clearTimeout(deadline);
     }
@@ -196,13 +222,62 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, rt: Gatew
       ? new GatewayError("header_too_large", "request headers are too large")
       : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
         ? new GatewayError("request_timeout", "the request was not received in time")
-        : new GatewayError("invalid_request", `malformed HTTP request (${err.code ?? "parse error"})`);
+        : new GatewayError("invalid_request", "malformed HTTP request");
+  answerRaw(socket, error, rt);
+}
+
+/** An answer written straight to a socket that no HTTP response object owns, then the connection closed. */
+function answerRaw(socket: Duplex, error: GatewayError, rt: GatewayRuntime): void {
   rt.metrics.rejection(error.code);
   const body = JSON.stringify(error.toJSON());
   socket.end(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? "Error"}\r\ncontent-type: application/json\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
+}
+
+/**
+ * RFC 9112: a transfer coding the server does not understand gets 501 (node would decode "gzip, chunked" as
+ * chunked and pass the gzip bytes on as if they were JSON); a method it does not implement gets 501 too.
+ */
+function checkFraming(req: IncomingMessage, method: string): void {
+  if (!KNOWN_METHODS.has(method)) {
+    throw new GatewayError("not_implemented", `method ${method} is not implemented by this gateway`);
+  }
+  const coding = req.headers["transfer-encoding"];
+  if (coding !== undefined && coding.trim() === "") {
+    throw new GatewayError("invalid_header", "an empty Transfer-Encoding header", {
+      param: "transfer-encoding",
+    });
+  }
+  if (coding !== undefined && coding.trim().toLowerCase() !== "chunked") {
+    throw new GatewayError("not_implemented", `transfer coding '${coding}' is not supported (only chunked)`, {
+      param: "transfer-encoding",
+    });
+  }
+}
+
+/** Lingering close: reads and drops what the client still sends, a bounded amount, then cuts the connection. */
+function drainThenClose(req: IncomingMessage): void {
+  let drained = 0;
+  const cut = (): void => {
+    clearTimeout(timer);
+    req.off("data", onData);
+    req.socket.destroy();
+  };
+  const onData = (chunk: Buffer): void => {
+    drained += chunk.length;
+    if (drained > DRAIN_LIMIT_BYTES) cut();
+  };
+  const timer = setTimeout(cut, DRAIN_LIMIT_MS);
+  timer.unref();
+  req.on("data", onData);
+  req.once("end", () => {
+    clearTimeout(timer);
+    req.off("data", onData);
+  });
+  req.socket.once("close", () => clearTimeout(timer));
+  req.resume();
 }
 
 function validRequestId(value: string | string[] | undefined): string | undefined {
