@@ -1,7 +1,7 @@
 // What the gateway reads from a completion request body: only the fields routing needs, validated shallowly.
 import { GatewayError } from "../core/errors.js";
 
-export type Endpoint = "chat" | "completions";
+export type Endpoint = "chat" | "completions" | "responses";
 
 export interface CompletionRequest {
   endpoint: Endpoint;
@@ -20,6 +20,10 @@ export interface CompletionRequest {
   choices: number;
   /** Messages of a chat request (1 for a completions prompt): each adds template tokens. */
   messageCount: number;
+  /** Responses API: the stored response this one continues (it lives in one engine's memory). */
+  previousResponseId: string | undefined;
+  /** Responses API: whether the engine keeps this response for later turns (`store`, default true). */
+  store: boolean;
 }
 
 /** Deeper JSON than this is refused: no OpenAI request needs it, and re-encoding it could exhaust the stack. */
@@ -131,12 +135,20 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     toolFollowup =
       last["role"] === "tool" ||
       (last["role"] === "assistant" && Array.isArray(last["tool_calls"]) && last["tool_calls"].length > 0);
+  } else if (endpoint === "responses") {
+    ({ chars, toolFollowup } = readResponsesInput(body));
   } else {
     const prompt = body["prompt"];
     if (prompt === undefined || prompt === null) {
       throw new GatewayError("invalid_request", "'prompt' is required", { param: "prompt" });
     }
     chars = promptChars(prompt);
+  }
+  const previous = body["previous_response_id"];
+  if (previous !== undefined && previous !== null && (typeof previous !== "string" || previous === "")) {
+    throw new GatewayError("invalid_request", "'previous_response_id' must be a non-empty string", {
+      param: "previous_response_id",
+    });
   }
 
   return {
@@ -149,7 +161,46 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     maxTokens,
     choices,
     messageCount,
+    previousResponseId: endpoint === "responses" && typeof previous === "string" ? previous : undefined,
+    store: body["store"] !== false,
   };
 }
 
+/**
+ * The Responses API's `input` (a string, or items: messages with text content, function calls and their
+ * outputs) and `instructions`: their text length, and whether the last item is a tool result.
+ */
+function readResponsesInput(body: Record<string, unknown>): { chars: number; toolFollowup: boolean } {
+  const input = body["input"];
+  const instructions = body["instructions"];
+  let chars = typeof instructions === "string" ? instructions.length : 0;
+  if (typeof input === "string") return { chars: chars + input.length, toolFollowup: false };
+  if (!Array.isArray(input) || input.length === 0) {
+    throw new GatewayError("invalid_request", "'input' must be a string or a non-empty array of items", {
+      param: "input",
+    });
+  }
+  for (let i = 0; i < input.length; i++) {
+    const item: unknown = input[i];
+    if (!isRecord(item)) {
+      throw new GatewayError("invalid_request", `'input[${i}]' must be an object`, { param: `input[${i}]` });
+    }
+    chars += contentChars(item["content"]);
+    if (typeof item["output"] === "string") chars += item["output"].length;
+    if (typeof item["arguments"] === "string") chars += item["arguments"].length;
+  }
+  const last = input[input.length - 1] as Record<string, unknown>;
+  return { chars, toolFollowup: last["type"] === "function_call_output" };
+}
+
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The last turn's text (last message, prompt or input), at most 2000 characters: logs and the classifier. */
+export function lastTurnText(request: CompletionRequest): string {
+  const messages = request.body["messages"];
+  const source = Array.isArray(messages)
+    ? (messages.at(-1) as Record<string, unknown>)["content"]
+    : (request.body["prompt"] ?? request.body["input"]);
+  const text = typeof source === "string" ? source : JSON.stringify(source ?? null);
+  return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
+}

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { pino, type Logger } from "pino";
 import { createBalancer } from "../affinity/balancers.js";
+import { ResponseOwners } from "../affinity/response-owners.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { BackendSlots } from "../admission/backend-slots.js";
@@ -18,8 +19,10 @@ import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import { TierClassifier } from "../routing/tier-classifier.js";
 import { resolveTierSettings } from "../routing/tier-router.js";
 import { AttemptTracker } from "./attempt-tracker.js";
+import { createClassifierAsk } from "./classifier-client.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { createGatewayServer } from "./server.js";
@@ -59,6 +62,10 @@ function loadPollSettings(config: GatewayConfig): LoadPollSettings {
     intervalMs: config.health.engine_metrics_interval_seconds * 1000,
     timeoutMs: config.health.probe_timeout_seconds * 1000,
   };
+}
+
+function responseOwnerSettings(config: GatewayConfig): { ttlMs: number; maxEntries: number } {
+  return { ttlMs: config.responses.ttl_seconds * 1000, maxEntries: config.responses.max_entries };
 }
 
 function budgetSettings(config: GatewayConfig): BudgetSettings {
@@ -101,6 +108,25 @@ function maxConnectionsOf(config: GatewayConfig, fileLimit: number | undefined):
     0,
   );
   return defaultMaxConnections(fileLimit, upstreamSockets);
+}
+
+/** The tier classifier of the runtime's current config, or undefined when it is off. */
+function createClassifier(rt: GatewayRuntime): TierClassifier | undefined {
+  const { routing } = rt.settings.config;
+  const settings = routing.classifier;
+  if (!settings.enabled) return undefined;
+  return new TierClassifier({
+    ask: createClassifierAsk(rt, {
+      tier: settings.tier ?? rt.settings.tiers.defaultTier,
+      model: settings.model,
+      prompt: settings.prompt,
+    }),
+    clock: rt.clock,
+    timeoutMs: settings.timeout_ms,
+    cacheTtlMs: (settings.cache_ttl_seconds ?? routing.classifier_cache_ttl_seconds) * 1000,
+    maxEntries: settings.max_entries,
+    record: (outcome, seconds) => rt.metrics.classifier(outcome, seconds),
+  });
 }
 
 function thresholdsOf(config: GatewayConfig): HealthThresholds {
@@ -207,10 +233,13 @@ export class Gateway {
         track: (backendId, abort) => attempts.track(backendId, abort),
         firstToken: (tier, seconds) => metrics.firstToken(tier, seconds),
       },
+      responseOwners: new ResponseOwners(clock, responseOwnerSettings(config)),
       outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
       budgets: new TokenBudgets(budgetSettings(config)),
+      classifier: undefined,
       settings: deriveSettings(config, registry.tiers()),
     };
+    runtime.classifier = createClassifier(runtime);
     this.runtime = runtime;
     metrics.initTiers(registry.tiers());
     registry.onEjectionWithheld((backend, cause) => {
@@ -318,6 +347,7 @@ export class Gateway {
       timeoutMs: config.health.probe_timeout_seconds * 1000,
     });
     this.loadPoller.configure(loadPollSettings(config));
+    rt.responseOwners.configure(responseOwnerSettings(config));
     const budgets = budgetSettings(config);
     if (rt.budgets.accepts(budgets)) {
       rt.budgets.configure(budgets);
@@ -333,6 +363,8 @@ export class Gateway {
       changed.push("server.host/port changed: takes effect at the next restart");
     }
     rt.settings = deriveSettings(config, rt.registry.tiers());
+    // A fresh verdict cache: a reload may change the tiers, the model asked or its prompt.
+    rt.classifier = createClassifier(rt);
     changed.push(`${config.backends.length} backends in ${rt.registry.tiers().length} tiers`);
     rt.logger.info({ changed }, "config reloaded");
     return { changed };

@@ -27,6 +27,8 @@ const KNOWN_REFUSALS = [
   "unauthorized",
 ];
 
+const CLASSIFIER_OUTCOMES = ["answered", "cached", "timeout", "error", "unparseable"];
+
 const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160];
 
 /**
@@ -153,6 +155,19 @@ export class GatewayMetrics implements AffinityRecorder {
     help: "Time to first token of streamed responses (first content chunk from the engine)",
     labelNames: ["tier"] as const,
     buckets: LATENCY_BUCKETS_SECONDS,
+    registers: [this.registry],
+  });
+
+  private readonly classifierRequests = new Counter({
+    name: "agentserve_classifier_requests_total",
+    help: "Tier classifier verdicts by outcome (answered, cached, timeout, error, unparseable)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  private readonly classifierDuration = new Histogram({
+    name: "agentserve_classifier_duration_seconds",
+    help: "Time the tier classifier's engine calls took (cache hits excluded)",
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
 
@@ -316,12 +331,18 @@ export class GatewayMetrics implements AffinityRecorder {
     this.ttftChildren.get(tier).observe(seconds);
   }
 
+  classifier(outcome: string, seconds: number | undefined): void {
+    this.classifierRequests.labels(outcome).inc();
+    if (seconds !== undefined) this.classifierDuration.observe(seconds);
+  }
+
   /**
    * Makes every tier's series (and every refusal reason) exist at 0 from the start, so rate(), increase()
    * and ratios see the first burst of traffic too.
    */
   initTiers(tiers: Iterable<string>): void {
     for (const reason of KNOWN_REFUSALS) this.rejections.labels(reason).inc(0);
+    for (const outcome of CLASSIFIER_OUTCOMES) this.classifierRequests.labels(outcome).inc(0);
     for (const tier of tiers) {
       this.duration.zero({ tier });
       this.ttft.zero({ tier });

@@ -77,7 +77,7 @@ describe("SseRelay", () => {
         // No chunk is added: the metadata rides on the engine's first chunk (the usage chunk if it is the only
         // one the client gets), and a stream of no chunk at all carries it only in the headers.
         expect(out).toBe(`${withMetadataOnFirst(kept)}data: [DONE]\n\n`);
-        expect(r.sawDone).toBe(true);
+        expect(r.complete).toBe(true);
         // The last report wins: the usage-only chunk, else the last token chunk that carried usage.
         const last = usage ?? tokens.findLast((t) => t.usage !== undefined)?.usage;
         expect(r.usage).toEqual(
@@ -102,7 +102,7 @@ describe("SseRelay", () => {
           const { out, relay: r } = relay(split(input, cuts), true);
           const events = tokens.map((t) => tokenEvent(t));
           expect(out).toBe(withMetadataOnFirst(events) + tail.replaceAll("\n", " "));
-          expect(r.sawDone).toBe(false);
+          expect(r.complete).toBe(false);
         },
       ),
       { numRuns: 200 },

@@ -68,6 +68,8 @@ describe("GatewayMetrics: the contract names", () => {
       agentserve_rejections_total: "counter",
       agentserve_request_duration_seconds: "histogram",
       agentserve_ttft_seconds: "histogram",
+      agentserve_classifier_requests_total: "counter",
+      agentserve_classifier_duration_seconds: "histogram",
       agentserve_backend_up: "gauge",
       agentserve_backend_inflight: "gauge",
       agentserve_sticky_bindings: "gauge",
