@@ -108,9 +108,12 @@ export class BackendRegistry {
     this.publish(backend, to, "progress");
   }
 
-  /** Never eject the last engine of a tier that can still serve: it serves, and the ejection is reported. */
+  /**
+   * Never eject the last engine of a tier that takes new sessions: it serves, and the ejection is reported.
+   * A draining engine does not count (it serves only its pinned sessions).
+   */
   private mayEject(backend: Backend): boolean {
-    for (const other of this.tier(backend.tier)) if (other !== backend && other.state !== "down") return true;
+    for (const other of this.tier(backend.tier)) if (other !== backend && other.state === "up") return true;
     return false;
   }
 

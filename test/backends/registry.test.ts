@@ -94,6 +94,12 @@ describe("BackendRegistry", () => {
     registry.recordOutcome(b, false, "request");
     expect(b.state).toBe("up");
     expect(withheld).toEqual(["small-1:request"]);
+    // Nor is an engine whose only peer is draining (that peer takes no new sessions).
+    const c = new BackendRegistry(DEFAULT, { ...THRESHOLDS, ejection }, clock);
+    c.get("small-1")!.drained = true;
+    c.recordOutcome(c.get("small-0")!, false, "request");
+    c.recordOutcome(c.get("small-0")!, false, "request");
+    expect(c.get("small-0")!.state).toBe("up");
     // The big tier's only engine is never ejected either.
     const big = registry.get("big-0")!;
     registry.recordOutcome(big, false, "request");
