@@ -1,4 +1,6 @@
 // What the gateway reads from a completion request body: only the fields routing needs, validated shallowly.
+import type { Hash64 } from "../affinity/hash.js";
+import { prefixKeyOf } from "../affinity/prefix-key.js";
 import { GatewayError } from "../core/errors.js";
 
 export type Endpoint = "chat" | "completions" | "responses";
@@ -24,6 +26,11 @@ export interface CompletionRequest {
   previousResponseId: string | undefined;
   /** Responses API: whether the engine keeps this response for later turns (`store`, default true). */
   store: boolean;
+  /**
+   * Hash of the prompt's shared leading part (src/affinity/prefix-key.ts), the placement key of requests
+   * without a session id; computed on first read, so requests that never need it never pay for it.
+   */
+  readonly prefixKey: Hash64 | undefined;
 }
 
 /** Deeper JSON than this is refused: no OpenAI request needs it, and re-encoding it could exhaust the stack. */
@@ -151,6 +158,7 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     });
   }
 
+  let prefixKey: Hash64 | null | undefined; // null: computed, and there is none
   return {
     endpoint,
     body,
@@ -163,6 +171,10 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     messageCount,
     previousResponseId: endpoint === "responses" && typeof previous === "string" ? previous : undefined,
     store: body["store"] !== false,
+    get prefixKey() {
+      if (prefixKey === undefined) prefixKey = prefixKeyOf(endpoint, body) ?? null;
+      return prefixKey ?? undefined;
+    },
   };
 }
 

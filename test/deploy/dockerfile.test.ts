@@ -133,9 +133,20 @@ describe("production dependencies cover what the compiled code imports", () => {
     );
   });
 
-  it("the one import whose specifier cannot be read statically loads the optional llama.cpp engine", () => {
+  it("the imports whose specifier cannot be read statically: the llama.cpp engine and the sandbox worker", () => {
     const graph = importGraph(entry, repoPath("dist/src"));
-    expect(graph.opaqueDynamicImports).toEqual(["engine/llama-binding.js"]);
+    expect([...graph.opaqueDynamicImports].sort()).toEqual([
+      "agent/tools/worker-sandbox.js",
+      "engine/llama-binding.js",
+    ]);
+    // The code runner's worker boots from a string that imports its entry (sandbox-worker.js beside it; tsx only
+    // when the source runs as TypeScript, never from dist): that entry's packages must be dependencies too.
+    expect(readFileSync(repoPath("dist/src/agent/tools/worker-sandbox.js"), "utf8")).toContain(
+      "./sandbox-worker.js",
+    );
+    const worker = importGraph(repoPath("dist/src/agent/tools/sandbox-worker.js"), repoPath("dist/src"));
+    expect([...worker.packages].filter(([name]) => !(name in pkg.dependencies))).toEqual([]);
+    expect(worker.opaqueDynamicImports).toEqual([]);
     expect(readFileSync(repoPath("dist/src/engine/llama-binding.js"), "utf8")).toContain("LLAMA_PACKAGE");
     expect(LLAMA_PACKAGE in pkg.optionalDependencies).toBe(true);
     expect(LLAMA_PACKAGE in pkg.dependencies).toBe(false);
