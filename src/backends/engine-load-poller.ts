@@ -52,7 +52,12 @@ export class EngineLoadPoller {
             signal: AbortSignal.timeout(this.settings.timeoutMs),
           });
           const text = await response.body.text();
-          if (response.statusCode === 200) backend.engineLoad = parseEngineLoad(text, this.clock.nowMs());
+          if (response.statusCode !== 200) return;
+          const load = parseEngineLoad(text, this.clock.nowMs());
+          backend.engineLoad = load;
+          // Gone from the registry (a reload) while being read: its health is no longer anyone's business.
+          if (load.processedTokens !== undefined && this.registry.get(backend.id) === backend)
+            this.registry.recordProgress(backend, load.processedTokens);
         } catch {
           // Health is the probes' business; a failed reading just leaves the last one.
         }

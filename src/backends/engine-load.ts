@@ -9,6 +9,8 @@ export interface EngineLoad {
   /** Cumulative prefix-cache lookups and hits, in tokens (vLLM v1 counts tokens). */
   prefixCacheQueries: number | undefined;
   prefixCacheHits: number | undefined;
+  /** Cumulative prompt + generated tokens: a counter that moves while the engine makes progress. */
+  processedTokens?: number | undefined;
   /** When it was read (clock ms). */
   readAtMs: number;
 }
@@ -22,6 +24,10 @@ function first(text: string, names: readonly string[]): number | undefined {
   return undefined;
 }
 
+function sumOf(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0);
+}
+
 export function parseEngineLoad(text: string, readAtMs: number): EngineLoad {
   return {
     runningRequests: first(text, ["vllm:num_requests_running"]),
@@ -32,6 +38,10 @@ export function parseEngineLoad(text: string, readAtMs: number): EngineLoad {
       "vllm:gpu_prefix_cache_queries_total",
     ]),
     prefixCacheHits: first(text, ["vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"]),
+    processedTokens: sumOf(
+      first(text, ["vllm:prompt_tokens_total"]),
+      first(text, ["vllm:generation_tokens_total"]),
+    ),
     readAtMs,
   };
 }

@@ -1,24 +1,35 @@
 // The backends and tiers of the current config, with health transitions published to listeners.
 import type { BackendConfig } from "../config/schema.js";
+import { systemClock, type Clock } from "../core/clock.js";
 import { Backend } from "./backend.js";
-import type { Health, HealthThresholds } from "./health-state.js";
+import type { EjectOutcome, Health, HealthThresholds } from "./health-state.js";
 
 export interface HealthTransition {
   backend: Backend;
   to: Health;
-  /** What decided it: an active probe or a real request's outcome. */
-  cause: "probe" | "request";
+  /** What decided it: an active probe, a real request's outcome, or the engine's stalled token counters. */
+  cause: "probe" | "request" | "progress";
+  /** Set when an outlier ejection took it down: when the ejection may end (clock ms). */
+  ejectedUntilMs?: number;
 }
 
 export type HealthListener = (transition: HealthTransition) => void;
+
+/** An ejection that did not happen because the engine is the last available one of its tier. */
+export type WithheldListener = (backend: Backend, cause: "request" | "progress") => void;
 
 export class BackendRegistry {
   private readonly byId = new Map<string, Backend>();
   private readonly byTier = new Map<string, Backend[]>();
   private readonly tierByModel = new Map<string, string>();
   private readonly listeners: HealthListener[] = [];
+  private withheldListener: WithheldListener | undefined;
 
-  constructor(configs: readonly BackendConfig[], thresholds: HealthThresholds) {
+  constructor(
+    configs: readonly BackendConfig[],
+    thresholds: HealthThresholds,
+    private readonly clock: Clock = systemClock,
+  ) {
     for (const config of configs) this.byId.set(config.id, new Backend(config, thresholds));
     this.reindex();
   }
@@ -68,10 +79,56 @@ export class BackendRegistry {
     return false;
   }
 
-  recordOutcome(backend: Backend, ok: boolean, cause: HealthTransition["cause"]): void {
-    const to = ok ? backend.health.recordSuccess() : backend.health.recordFailure();
+  /** Who hears of ejections withheld from the last available engine of a tier (one listener). */
+  onEjectionWithheld(listener: WithheldListener | undefined): void {
+    this.withheldListener = listener;
+  }
+
+  recordOutcome(backend: Backend, ok: boolean, cause: "probe" | "request"): void {
+    const nowMs = this.clock.nowMs();
+    if (cause === "probe") {
+      this.publish(backend, backend.health.recordProbe(ok, nowMs), cause);
+      return;
+    }
+    const { to, eject } = backend.health.recordRequest(ok, nowMs, this.mayEject(backend));
+    this.report(backend, eject, cause);
+    this.publish(backend, to, cause);
+  }
+
+  /** A reading of the engine's cumulative token counters (prompt + generated) from its /metrics. */
+  recordProgress(backend: Backend, tokenCount: number): void {
+    const busy = backend.inflight > 0;
+    const { to, eject } = backend.health.recordProgress(
+      tokenCount,
+      busy,
+      this.clock.nowMs(),
+      this.mayEject(backend),
+    );
+    this.report(backend, eject, "progress");
+    this.publish(backend, to, "progress");
+  }
+
+  /**
+   * Never eject the last engine of a tier that takes new sessions: it serves, and the ejection is reported.
+   * A draining engine does not count (it serves only its pinned sessions).
+   */
+  private mayEject(backend: Backend): boolean {
+    for (const other of this.tier(backend.tier)) if (other !== backend && other.state === "up") return true;
+    return false;
+  }
+
+  private report(backend: Backend, eject: EjectOutcome, cause: "request" | "progress"): void {
+    if (eject === "withheld") this.withheldListener?.(backend, cause);
+  }
+
+  private publish(backend: Backend, to: Health | undefined, cause: HealthTransition["cause"]): void {
     if (to === undefined) return;
-    for (const listener of [...this.listeners]) listener({ backend, to, cause });
+    const ejectedUntilMs = backend.health.ejectedUntilMs;
+    const transition: HealthTransition =
+      to === "down" && ejectedUntilMs !== undefined
+        ? { backend, to, cause, ejectedUntilMs }
+        : { backend, to, cause };
+    for (const listener of [...this.listeners]) listener(transition);
   }
 
   /**

@@ -88,8 +88,11 @@ const serverSchema = z.strictObject({
   max_body_bytes: positiveInt("a positive integer").default(8 * 1024 * 1024),
   /** How long Ctrl-C / SIGTERM waits for in-flight requests before closing them. */
   shutdown_grace_seconds: nonNegativeNumber("a non-negative number").default(10),
-  /** Open client connections at most; more are refused at accept. */
-  max_connections: positiveInt("a positive integer").default(10_000),
+  /**
+   * Open client connections at most; idle ones are closed first as it nears. Unset: derived at start from
+   * the process's open-file limit (what the engine connections leave of it), at most 10,000.
+   */
+  max_connections: positiveInt("a positive integer").optional(),
   /** Client API keys; when any is set, every /v1 request needs `Authorization: Bearer <key>`. */
   api_keys: z.array(apiKeySchema, { error: "must be a list of {sha256, agent_id}" }).default([]),
   /** Add the last message of each request to its log line (off: prompts are never logged). */
@@ -199,12 +202,31 @@ const healthSchema = z.strictObject({
   probe_timeout_seconds: positiveNumber("a positive number").default(5),
   /** How often the gateway reads each engine's /metrics (load, KV-cache usage, prefix-cache hits); 0: never. */
   engine_metrics_interval_seconds: nonNegativeNumber("a non-negative number").default(5),
+  /** Consecutive failed or timed-out requests that eject an engine even while its probes pass. */
+  ejection_consecutive_failures: positiveInt("a positive integer").default(3),
+  /** The first ejection's length; each further one doubles, up to ejection_max_seconds. */
+  ejection_base_seconds: positiveNumber("a positive number").default(30),
+  ejection_max_seconds: positiveNumber("a positive number").default(300),
+  /**
+   * An engine with requests in flight whose prompt + generated token counters (its /metrics) have not moved
+   * for this long is hung and ejected; 0 turns it off (so does engine_metrics_interval_seconds 0).
+   */
+  stall_seconds: nonNegativeNumber("a non-negative number").default(30),
 });
 
 const upstreamSchema = z.strictObject({
   connect_timeout_seconds: positiveNumber("a positive number").default(2),
   /** Time to the engine's response headers; a hanging engine is abandoned (and retried elsewhere) after it. */
   first_byte_timeout_seconds: positiveNumber("a positive number").default(300),
+  /**
+   * A stream's first chunk comes after the engine's prefill (and its own queue), not after the whole answer,
+   * so streams get a shorter first-byte timeout of their own.
+   */
+  stream_first_byte_timeout_seconds: positiveNumber("a positive number").default(60),
+  /** Idle pooled connections are closed after this, before the engine closes them (uvicorn: 5 s). */
+  idle_connection_timeout_seconds: positiveNumber("a positive number").default(4),
+  /** A non-streaming answer larger than this is refused with 502 instead of being buffered. */
+  max_response_bytes: positiveInt("a positive integer").default(64 * 1024 * 1024),
   /** Whole-request deadline, queueing and retries included. */
   request_timeout_seconds: positiveNumber("a positive number").default(600),
   /** Attempts per request, the first included: failover walks the session's rendezvous ranking. */

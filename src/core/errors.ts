@@ -23,6 +23,7 @@ const CODES = {
   unsupported_media_type: { status: 415, type: "invalid_request_error" },
   header_too_large: { status: 431, type: "invalid_request_error" },
   budget_exceeded: { status: 429, type: "rate_limit_error" },
+  too_many_agents: { status: 503, type: "service_unavailable_error" },
   no_healthy_backend: { status: 503, type: "service_unavailable_error" },
   queue_full: { status: 503, type: "service_unavailable_error" },
   queue_timeout: { status: 503, type: "service_unavailable_error" },
@@ -30,6 +31,7 @@ const CODES = {
   upstream_error: { status: 502, type: "upstream_error" },
   upstream_timeout: { status: 504, type: "upstream_error" },
   internal_error: { status: 500, type: "internal_error" },
+  not_implemented: { status: 501, type: "invalid_request_error" },
   // Codes that name a failure inside the gateway; each has its catcher, and the status is what a client would
   // see if one ever escaped (a reload through /admin reports a bad config as 400).
   client_closed: { status: 499, type: "invalid_request_error" }, // the client left; nothing is sent

@@ -44,7 +44,7 @@ export async function handleAdmin(
   const parts = path
     .split("/")
     .filter((p) => p !== "")
-    .map(decodeURIComponent); // ["admin", ...]
+    .map(decodePart); // ["admin", ...]
   const method = req.method ?? "GET";
 
   if (parts.length === 2 && parts[1] === "backends") {
@@ -87,6 +87,14 @@ export async function handleAdmin(
     }
   }
   throw new GatewayError("not_found", `no admin resource ${path}`);
+}
+
+function decodePart(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new GatewayError("invalid_request", `malformed percent-encoding in the admin path: '${part}'`);
+  }
 }
 
 function requireMethod(actual: string, expected: string): void {

@@ -1,16 +1,15 @@
 // Stage 1 of a completion: who is asking (headers, API key) and whether their token budget lets them in.
-import type { IncomingHttpHeaders } from "node:http";
-import type { TokenBudgets } from "../admission/token-budgets.js";
+import type { Reservation, TokenBudgets } from "../admission/token-budgets.js";
 import { GatewayError } from "../core/errors.js";
-import { authenticate, type ApiKeyEntry } from "./client-auth.js";
+import { chargedAgent, type ApiKeyEntry, type DistinctHeaders } from "./client-auth.js";
 import { parseClientHeaders, type ClientHeaders } from "./client-headers.js";
+import type { CompletionRequest } from "./completion-request.js";
 import type { TokenUsage } from "./usage.js";
 
 /** The shared budget of requests without an agent, when admission.budget_anonymous is on. */
 const ANONYMOUS = "(anonymous)";
 
 export interface AdmitSettings {
-  apiKeys: ReadonlyMap<string, ApiKeyEntry>;
   budgetAnonymous: boolean;
 }
 
@@ -20,17 +19,23 @@ export interface Admission {
   agentId: string | undefined;
   /** Whose budget is charged: the agent, the anonymous pool, or nobody. */
   budgetKey: string | undefined;
+  /** The agent is an API key's own (authenticated): its budget entry is never evicted. */
+  keyed: boolean;
 }
 
-/** Validates the identity headers and the API key, and refuses an agent whose budget is spent (429). */
+/**
+ * Validates the identity headers (the API key was checked before, by the server, for every /v1 request) and
+ * refuses an agent whose budget is spent (429).
+ */
 export function admit(
-  headers: IncomingHttpHeaders,
+  headers: DistinctHeaders,
+  key: ApiKeyEntry | undefined,
   settings: AdmitSettings,
   budgets: TokenBudgets,
   nowMs: number,
 ): Admission {
   const client = parseClientHeaders(headers);
-  const agentId = authenticate(headers, client.agentId, settings.apiKeys);
+  const { agentId, keyed } = chargedAgent(key, client.agentId);
   const budgetKey = agentId ?? (settings.budgetAnonymous ? ANONYMOUS : undefined);
   if (budgetKey !== undefined) {
     const decision = budgets.check(budgetKey, nowMs);
@@ -42,11 +47,69 @@ export function admit(
       );
     }
   }
-  return { client, agentId, budgetKey };
+  return { client, agentId, budgetKey, keyed };
 }
 
-/** Charges what the engine reported the request used to the admitted budget (the last stage). */
-export function settle(admission: Admission, budgets: TokenBudgets, usage: TokenUsage, nowMs: number): void {
+/**
+ * Prompt tokens guessed from characters before any engine tokenized them: a third of the characters (English
+ * runs at about four per token) plus the chat template's markers per message and per request. Settling
+ * replaces the guess with the engine's count.
+ */
+export function estimatePromptTokens(request: CompletionRequest): number {
+  return Math.ceil(request.promptChars / 3) + 8 * request.messageCount + 16;
+}
+
+export interface BudgetHold {
+  reservation: Reservation;
+  /** The max_tokens the engine must get (the client's, lowered to what the budget has left), if changed. */
+  clampedMaxTokens: number | undefined;
+}
+
+/**
+ * Stage 2b, after parsing: holds the request's prompt estimate plus max_tokens (per choice) against the
+ * budget while it runs, so concurrent requests cannot overspend it. A request asking for more than is left
+ * (or naming no limit) gets max_tokens lowered to fit; nothing left at all is 429, a full agent table 503.
+ */
+export function reserveBudget(
+  admission: Admission,
+  request: CompletionRequest,
+  budgets: TokenBudgets,
+  nowMs: number,
+): BudgetHold | undefined {
+  const key = admission.budgetKey;
+  if (key === undefined) return undefined;
+  const prompt = estimatePromptTokens(request);
+  const wanted = request.maxTokens === undefined ? Infinity : prompt + request.maxTokens * request.choices;
+  const decision = budgets.reserve(key, wanted, prompt + request.choices, nowMs, admission.keyed);
+  if (!decision.allowed) {
+    if (decision.reason === "table_full") {
+      throw new GatewayError(
+        "too_many_agents",
+        `the budget table is full (admission.max_agents) of agents that spent tokens in the window; agent '${key}' cannot be tracked`,
+        { retryAfterSeconds: decision.retryAfterSeconds },
+      );
+    }
+    throw new GatewayError(
+      "budget_exceeded",
+      `agent '${key}' has ${Math.max(0, decision.budget - decision.used)} of its ${decision.budget} tokens left in the budget window (in-flight requests included); this request needs about ${prompt + request.choices}`,
+      { retryAfterSeconds: decision.retryAfterSeconds },
+    );
+  }
+  const fits = Math.floor((decision.granted - prompt) / request.choices);
+  const clampedMaxTokens = request.maxTokens !== undefined && fits >= request.maxTokens ? undefined : fits;
+  return { reservation: decision.reservation, clampedMaxTokens };
+}
+
+/** The last stage: charges what the engine reported (nothing when it reported nothing) and frees the hold. */
+export function settle(
+  admission: Admission,
+  budgets: TokenBudgets,
+  hold: BudgetHold | undefined,
+  usage: TokenUsage | undefined,
+  nowMs: number,
+): void {
   if (admission.budgetKey === undefined) return;
-  budgets.charge(admission.budgetKey, usage.promptTokens + usage.completionTokens, nowMs);
+  const used = usage === undefined ? 0 : usage.promptTokens + usage.completionTokens;
+  if (hold !== undefined) budgets.settle(hold.reservation, used, nowMs);
+  else budgets.charge(admission.budgetKey, used, nowMs);
 }

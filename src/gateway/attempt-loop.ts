@@ -143,13 +143,23 @@ export async function runAttemptLoop(
       // Break the session's binding first, so a health transition triggered below does not count it twice.
       deps.scheduler.onAttemptFailed(sessionId, tier, backend.id);
       if (err.healthSignal) deps.outcomes.failed(backend);
-      deps.logger.warn({ reqId: ctx.requestId, backend: backend.id, err: err.message }, "attempt failed");
+      const cause = err.cause instanceof Error ? err.cause.message : undefined;
+      deps.logger.warn(
+        { reqId: ctx.requestId, backend: backend.id, err: err.message, cause },
+        "attempt failed",
+      );
     } finally {
       deps.slots.release(backend);
     }
   }
   if (lastFailure !== undefined) {
-    throw new GatewayError(lastFailure.code, `${lastFailure.message}; ${ctx.attempts} attempt(s) made`);
+    // Every engine said it is overloaded and when to come back: a 503 that says so, not a 502.
+    const retryAfterSeconds = lastFailure.retryAfterSeconds;
+    throw new GatewayError(
+      lastFailure.code,
+      `${lastFailure.message}; ${ctx.attempts} attempt(s) made`,
+      retryAfterSeconds === undefined ? {} : { retryAfterSeconds, status: 503 },
+    );
   }
   throw new GatewayError("no_healthy_backend", `no healthy backend in tier '${tier}'`, {
     retryAfterSeconds: 5,

@@ -2,6 +2,7 @@
 // go from the engine's socket to the client's as they arrive (buffered only for non-streaming answers).
 import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
+import { GatewayError } from "../core/errors.js";
 import type { Backend } from "../backends/backend.js";
 import { stopReasonError, type AttemptAbort } from "./attempt-abort.js";
 import { engineErrorEnvelope } from "./engine-error.js";
@@ -13,12 +14,30 @@ import {
 } from "./response-metadata.js";
 import type { StreamRelay } from "./stream-relay.js";
 import { extractUsage, type TokenUsage } from "./usage.js";
-import { AttemptFailure, classifyUpstreamError, type AbandonReason } from "./upstream-failure.js";
+import {
+  AttemptFailure,
+  classifyUpstreamError,
+  isStaleConnectionError,
+  retryAfterOf,
+  type AbandonReason,
+} from "./upstream-failure.js";
+import type { FreshConnection } from "./upstream-pools.js";
+import { ClientClosedError } from "./client-closed.js";
 
 /** What an attempt needs from the gateway besides its plan (built once per gateway, not per request). */
 export interface AttemptEnv {
   readonly nowMs: () => number;
   readonly firstByteTimeoutMs: number;
+  /** The first-byte timeout of streams (their first chunk follows the engine's prefill only). */
+  readonly streamFirstByteTimeoutMs: number;
+  /** A non-streaming answer is abandoned past this many bytes. */
+  readonly maxResponseBytes: number;
+  /** A connection of its own to the backend (the retry after a reused one was found closed). */
+  readonly freshConnection: (backend: Backend) => FreshConnection;
+  readonly logger: {
+    warn(fields: object, message: string): void;
+    debug(fields: object, message: string): void;
+  };
   /** Registers the attempt so that a backend going down abandons it; returns the undo. */
   readonly track: (backendId: string, abort: AttemptAbort) => () => void;
   /** A stream's time to first token, in seconds. */
@@ -78,6 +97,10 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private mode: Mode = "pending";
   private status = 0;
   private readonly chunks: Buffer[] = [];
+  private bufferedBytes = 0;
+  private headers: Record<string, string | string[] | undefined> = {};
+  /** The connection of the retry after a reused connection was found closed (at most one per attempt). */
+  private fresh: FreshConnection | undefined;
   private committed = false;
   private settled = false;
   private relay: StreamRelay | undefined;
@@ -105,20 +128,28 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     // also covers a stream's first chunk. It stops when the first byte is about to reach the client.
     this.firstByteTimer = setTimeout(
       () => plan.abort.abort("first_byte_timeout" satisfies AbandonReason),
-      env.firstByteTimeoutMs,
+      this.firstByteTimeoutMs,
     );
+  }
+
+  private get firstByteTimeoutMs(): number {
+    return this.plan.stream ? this.env.streamFirstByteTimeoutMs : this.env.firstByteTimeoutMs;
   }
 
   start(): void {
     const { pool, basePath } = this.plan.upstream;
-    pool.dispatch(
+    this.dispatch(pool, basePath);
+  }
+
+  private dispatch(dispatcher: Dispatcher, basePath: string): void {
+    dispatcher.dispatch(
       {
         method: "POST",
         path: basePath + this.plan.path,
         headers: this.plan.upstreamHeaders,
         body: this.plan.body,
         headersTimeout: 0,
-        bodyTimeout: this.env.firstByteTimeoutMs,
+        bodyTimeout: this.firstByteTimeoutMs,
       },
       this,
     );
@@ -130,14 +161,24 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     if (stopped !== undefined) controller.abort(stopReasonError(stopped));
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
     this.status = statusCode;
+    this.headers = headers;
     if (statusCode >= 500) this.mode = "failed-status";
     else this.mode = statusCode === 200 && this.plan.stream ? "stream" : "buffer";
+    const declared = Number(headers["content-length"]);
+    if (this.mode === "buffer" && declared > this.env.maxResponseBytes) this.tooLarge(controller, declared);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
     if (this.mode === "buffer") {
+      this.bufferedBytes += chunk.length;
+      if (this.bufferedBytes > this.env.maxResponseBytes) return this.tooLarge(controller);
       this.chunks.push(chunk);
     } else if (this.mode === "stream") {
       if (!this.committed) this.beginStream();
@@ -146,14 +187,35 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseEnd(): void {
+    if (this.settled) return;
     if (this.mode === "failed-status") {
       this.fail(
-        new AttemptFailure("upstream_error", `backend ${this.plan.backend.id} answered ${this.status}`, true),
+        new AttemptFailure(
+          "upstream_error",
+          `backend ${this.plan.backend.id} answered ${this.status}`,
+          true,
+          this.status === 503 ? retryAfterOf(this.headers["retry-after"]) : undefined,
+        ),
       );
     } else if (this.mode === "buffer") {
+      const body = Buffer.concat(this.chunks, this.bufferedBytes);
+      this.chunks.length = 0;
+      const json =
+        this.status === 200 ? spliceMemberIntoJson(body, metadataMember(this.plan.meta)) : undefined;
+      if (this.status === 200 && (json === undefined || !isJsonType(this.headers["content-type"]))) {
+        // Retried elsewhere: an HTML error page from a proxy in front of the engine, say.
+        const type = this.headers["content-type"];
+        return this.fail(
+          new AttemptFailure(
+            "upstream_error",
+            `backend ${this.plan.backend.id} answered 200 with a body that is not a JSON object` +
+              (typeof type === "string" ? ` (content-type ${type})` : ""),
+            true,
+          ),
+        );
+      }
       this.commit();
-      const body = Buffer.concat(this.chunks);
-      this.writeBuffered(body);
+      this.writeBuffered(json ?? body);
       const result: AttemptResult = { status: this.status };
       if (this.status === 200) {
         const usage = extractUsage(body);
@@ -186,11 +248,36 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.settled) return;
     const cancelled = this.plan.cancelled();
-    if (cancelled !== undefined) return this.fail(cancelled);
+    if (cancelled !== undefined) {
+      // The deadline or a shutdown ended a stream the client still reads: end it as any broken stream.
+      if (this.committed && this.mode === "stream" && !(cancelled instanceof ClientClosedError)) {
+        const code = cancelled instanceof GatewayError ? cancelled.code : "upstream_error";
+        return this.endStreamWithError(cancelled.message, code);
+      }
+      return this.fail(cancelled);
+    }
     const stopped = this.plan.abort.reason;
     // A request-level cancel was handled above, so a reason left here is the gateway's own.
     const abandoned = typeof stopped === "string" ? stopped : undefined;
+    if (
+      this.status === 0 &&
+      abandoned === undefined &&
+      this.fresh === undefined &&
+      isStaleConnectionError(error)
+    ) {
+      // A kept-alive connection the engine had closed: nothing was answered, so the request goes again on
+      // a connection of its own, to the same engine; the engine is not to blame.
+      this.env.logger.debug(
+        { backend: this.plan.backend.id, err: error.message },
+        "reused connection closed; retrying on a fresh one",
+      );
+      this.fresh = this.env.freshConnection(this.plan.backend);
+      this.upstream = undefined;
+      this.dispatch(this.fresh.dispatcher, this.fresh.basePath);
+      return;
+    }
     const failure = classifyUpstreamError(error, this.plan.backend.id, abandoned);
     if (!this.committed) return this.fail(failure);
     // Bytes already reached the client, so no retry: an error event, the metadata, and a proper end.
@@ -238,17 +325,34 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     }
   }
 
+  /** The body is past upstream.max_response_bytes: stop reading it, free what was held, answer 502. */
+  private tooLarge(controller: Dispatcher.DispatchController, declared?: number): void {
+    const limit = this.env.maxResponseBytes;
+    this.chunks.length = 0;
+    const size = declared === undefined ? `more than ${limit}` : String(declared);
+    const message = `backend ${this.plan.backend.id} answered ${size} bytes, over upstream.max_response_bytes (${limit})`;
+    this.env.logger.warn(
+      { backend: this.plan.backend.id, limitBytes: limit, declaredBytes: declared },
+      "answer too large",
+    );
+    const error = new GatewayError("upstream_error", message);
+    this.fail(error);
+    controller.abort(error);
+  }
+
   private writeBuffered(body: Buffer): void {
-    const ok = this.status === 200;
-    const out = ok
-      ? (spliceMemberIntoJson(body, metadataMember(this.plan.meta)) ?? body)
-      : Buffer.from(JSON.stringify(engineErrorEnvelope(body, this.status)));
-    this.res.writeHead(this.status, {
+    const out =
+      this.status === 200 ? body : Buffer.from(JSON.stringify(engineErrorEnvelope(body, this.status)));
+    const headers: Record<string, string | number> = {
       ...metadataHeaders(this.plan.meta),
       ...this.plan.headers,
       "content-type": "application/json",
       "content-length": out.length,
-    });
+    };
+    // An engine's own 429 says when to come back: the client hears it too.
+    const retryAfter = this.status === 429 ? retryAfterOf(this.headers["retry-after"]) : undefined;
+    if (retryAfter !== undefined) headers["retry-after"] = String(retryAfter);
+    this.res.writeHead(this.status, headers);
     this.res.end(out);
   }
 
@@ -264,6 +368,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   }
 
   private cleanup(): void {
+    this.fresh?.close();
     clearTimeout(this.firstByteTimer);
     this.plan.abort.listen(undefined);
     this.res.off("drain", this.onDrain);
@@ -283,6 +388,11 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     this.cleanup();
     this.reject(err);
   }
+}
+
+/** A missing content type is let through (engines always send one; a test double may not). */
+function isJsonType(type: string | string[] | undefined): boolean {
+  return typeof type !== "string" || /json/i.test(type);
 }
 
 /** The `id` of a Responses API answer (a small parse: such bodies are the size of one turn's output). */

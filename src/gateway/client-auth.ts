@@ -1,33 +1,53 @@
 // Client API keys (stored as SHA-256 hashes) and the agent a request is charged to.
 import { createHash } from "node:crypto";
-import type { IncomingHttpHeaders } from "node:http";
 import { GatewayError } from "../core/errors.js";
 
 export interface ApiKeyEntry {
   agentId: string | undefined;
 }
 
+/** Every value of each request header, as node's req.headersDistinct gives them (duplicates kept). */
+export type DistinctHeaders = NodeJS.Dict<string[]>;
+
 export function sha256Hex(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }
 
 /**
- * The agent a request is charged to: the API key's agent when the key names one, else X-Agent-Id, else
- * none. With keys configured, a request without a known key is refused (401). Looking up the key's hash
- * (not the key) means timing reveals nothing usable about valid keys.
+ * With keys configured, the request's key entry (401 without a known key, 400 for two Authorization
+ * headers); undefined when the gateway has no keys. It runs before anything else of a /v1 request looks at
+ * the request. Looking up the key's hash (not the key) means timing reveals nothing usable about valid keys.
  */
-export function authenticate(
-  headers: IncomingHttpHeaders,
-  declaredAgentId: string | undefined,
+export function requireApiKey(
+  headers: DistinctHeaders,
   keys: ReadonlyMap<string, ApiKeyEntry>,
-): string | undefined {
-  if (keys.size === 0) return declaredAgentId;
-  const header = headers.authorization;
+): ApiKeyEntry | undefined {
+  if (keys.size === 0) return undefined;
+  const values = headers["authorization"];
+  if (values !== undefined && values.length > 1) {
+    throw new GatewayError("invalid_header", "header authorization must appear once", {
+      param: "authorization",
+    });
+  }
+  const header = values?.[0];
   const token = header?.startsWith("Bearer ") ? header.slice(7).trim() : undefined;
   if (token === undefined || token === "") {
     throw new GatewayError("unauthorized", "this gateway needs an API key: 'Authorization: Bearer <key>'");
   }
   const entry = keys.get(sha256Hex(token));
   if (entry === undefined) throw new GatewayError("unauthorized", "unknown API key");
-  return entry.agentId ?? declaredAgentId;
+  return entry;
+}
+
+/**
+ * The agent a request is charged to: the API key's agent when the key names one (an authenticated
+ * identity, `keyed`), else X-Agent-Id (only what the client says), else none.
+ */
+export function chargedAgent(
+  key: ApiKeyEntry | undefined,
+  declaredAgentId: string | undefined,
+): { agentId: string | undefined; keyed: boolean } {
+  return key?.agentId !== undefined
+    ? { agentId: key.agentId, keyed: true }
+    : { agentId: declaredAgentId, keyed: false };
 }

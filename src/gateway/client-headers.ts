@@ -1,6 +1,6 @@
 // Validates the gateway's own request headers: session id, tier hint and agent id.
-import type { IncomingHttpHeaders } from "node:http";
 import { GatewayError } from "../core/errors.js";
+import type { DistinctHeaders } from "./client-auth.js";
 
 export const MAX_SESSION_ID_BYTES = 256;
 /** Printable ASCII, space excluded at the ends by trimming in HTTP parsing already. */
@@ -14,12 +14,17 @@ export interface ClientHeaders {
   agentId: string | undefined;
 }
 
-function single(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  if (Array.isArray(value)) {
+/**
+ * Node joins repeated custom headers into one value ("a, a"), which would make a new session or agent id of
+ * two copies of one: the distinct values are read instead, and two of them are a 400.
+ */
+function single(headers: DistinctHeaders, name: string): string | undefined {
+  const values = headers[name];
+  if (values === undefined) return undefined;
+  if (values.length > 1) {
     throw new GatewayError("invalid_header", `header ${name} must appear once`, { param: name });
   }
-  return value;
+  return values[0];
 }
 
 function printable(name: string, value: string, maxBytes: number): string {
@@ -33,7 +38,7 @@ function printable(name: string, value: string, maxBytes: number): string {
   return value;
 }
 
-export function parseClientHeaders(headers: IncomingHttpHeaders): ClientHeaders {
+export function parseClientHeaders(headers: DistinctHeaders): ClientHeaders {
   const session = single(headers, "x-session-id");
   const hint = single(headers, "x-tier-hint");
   const agent = single(headers, "x-agent-id");

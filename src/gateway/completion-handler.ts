@@ -2,7 +2,7 @@
 // -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
-import { admit, settle } from "./admit.js";
+import { admit, reserveBudget, settle } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
@@ -11,6 +11,7 @@ import { continuedConversation, rememberResponse } from "./response-chain.js";
 import { routeTier } from "./route-tier.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { UpstreamBodies } from "./upstream-body.js";
+import type { TokenUsage } from "./usage.js";
 
 const PATHS: Record<Endpoint, string> = {
   chat: "/v1/chat/completions",
@@ -27,8 +28,9 @@ export async function handleCompletion(
 ): Promise<void> {
   const { settings } = rt;
   const admission = admit(
-    req.headers,
-    { apiKeys: settings.apiKeys, budgetAnonymous: settings.config.admission.budget_anonymous },
+    req.headersDistinct,
+    ctx.apiKey,
+    { budgetAnonymous: settings.config.admission.budget_anonymous },
     rt.budgets,
     rt.clock.nowMs(),
   );
@@ -56,32 +58,37 @@ export async function handleCompletion(
   }
   ctx.tier = tier;
 
-  const result = await runAttemptLoop(
-    rt,
-    {
-      tier,
-      tierSource,
-      sessionId,
-      path: PATHS[endpoint],
-      bodies: new UpstreamBodies(raw, request),
-      stream: request.stream,
-      responses: endpoint === "responses",
-      onlyBackend: conversation.owner?.id,
-      placement: request,
-    },
-    res,
-    ctx,
-  ).catch((err: unknown) => {
-    throw conversation.owner === undefined ? err : namingTheConversation(err, request.previousResponseId!);
-  });
-  ctx.status = result.status;
-  ctx.streamError = result.streamError;
-  if (result.responseId !== undefined && request.store && sessionId !== undefined) {
-    rememberResponse(rt, result.responseId, ctx.backend!, sessionId);
-  }
-  if (result.usage !== undefined) {
-    rt.metrics.tokens(tier, result.usage);
-    settle(admission, rt.budgets, result.usage, rt.clock.nowMs());
+  const hold = reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
+  let usage: TokenUsage | undefined;
+  try {
+    const result = await runAttemptLoop(
+      rt,
+      {
+        tier,
+        tierSource,
+        sessionId,
+        path: PATHS[endpoint],
+        bodies: new UpstreamBodies(raw, request, hold?.clampedMaxTokens),
+        stream: request.stream,
+        responses: endpoint === "responses",
+        onlyBackend: conversation.owner?.id,
+        placement: request,
+      },
+      res,
+      ctx,
+    ).catch((err: unknown) => {
+      throw conversation.owner === undefined ? err : namingTheConversation(err, request.previousResponseId!);
+    });
+    ctx.status = result.status;
+    ctx.streamError = result.streamError;
+    if (result.responseId !== undefined && request.store && sessionId !== undefined) {
+      rememberResponse(rt, result.responseId, ctx.backend!, sessionId);
+    }
+    usage = result.usage;
+    if (usage !== undefined) rt.metrics.tokens(tier, usage);
+  } finally {
+    // A failed request frees its hold; one that ran is charged what the engine reported.
+    settle(admission, rt.budgets, hold, usage, rt.clock.nowMs());
   }
 }
 

@@ -16,6 +16,12 @@ export interface CompletionRequest {
   promptChars: number;
   /** The last message is a tool result or an assistant tool call: the agent loop is mid-step. */
   toolFollowup: boolean;
+  /** max_tokens (or max_completion_tokens) when the client set one. */
+  maxTokens: number | undefined;
+  /** Choices asked for (`n`, 1 by default): each may generate up to maxTokens. */
+  choices: number;
+  /** Messages of a chat request (1 for a completions prompt): each adds template tokens. */
+  messageCount: number;
   /** Responses API: the stored response this one continues (it lives in one engine's memory). */
   previousResponseId: string | undefined;
   /** Responses API: whether the engine keeps this response for later turns (`store`, default true). */
@@ -25,6 +31,40 @@ export interface CompletionRequest {
    * without a session id; computed on first read, so requests that never need it never pay for it.
    */
   readonly prefixKey: Hash64 | undefined;
+}
+
+/** Deeper JSON than this is refused: no OpenAI request needs it, and re-encoding it could exhaust the stack. */
+export const MAX_JSON_NESTING = 128;
+
+/** The deepest nesting of objects and arrays in raw JSON bytes (strings skipped); stops past `limit`. */
+export function jsonNesting(raw: Buffer, limit: number): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < raw.length; i++) {
+    const byte = raw[i]!;
+    if (inString) {
+      if (byte === 0x5c /* \ */) i++;
+      else if (byte === 0x22 /* " */) inString = false;
+    } else if (byte === 0x22) inString = true;
+    else if (byte === 0x7b /* { */ || byte === 0x5b /* [ */) {
+      if (++depth > deepest) {
+        deepest = depth;
+        if (deepest > limit) return deepest;
+      }
+    } else if (byte === 0x7d /* } */ || byte === 0x5d /* ] */) depth--;
+  }
+  return deepest;
+}
+
+/** A positive integer field, or undefined when absent or null; anything else is a 400 naming it. */
+function positiveIntField(body: Record<string, unknown>, name: string): number | undefined {
+  const value = body[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+    throw new GatewayError("invalid_request", `'${name}' must be a positive integer`, { param: name });
+  }
+  return value;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -54,6 +94,9 @@ function promptChars(prompt: unknown): number {
 }
 
 export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): CompletionRequest {
+  if (jsonNesting(raw, MAX_JSON_NESTING) > MAX_JSON_NESTING) {
+    throw new GatewayError("invalid_request", `request body nests deeper than ${MAX_JSON_NESTING} levels`);
+  }
   let body: unknown;
   try {
     // TextDecoder with fatal: invalid UTF-8 is a client error, not silently replaced characters.
@@ -73,6 +116,9 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     throw new GatewayError("invalid_request", "'stream' must be a boolean", { param: "stream" });
   }
 
+  const maxTokens = positiveIntField(body, "max_tokens") ?? positiveIntField(body, "max_completion_tokens");
+  const choices = positiveIntField(body, "n") ?? 1;
+  let messageCount = 1;
   let chars = 0;
   let toolFollowup = false;
   if (endpoint === "chat") {
@@ -91,6 +137,7 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
       }
       chars += contentChars(message["content"]);
     }
+    messageCount = messages.length;
     const last = messages[messages.length - 1] as Record<string, unknown>;
     toolFollowup =
       last["role"] === "tool" ||
@@ -119,6 +166,9 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     stream: stream === true,
     promptChars: chars,
     toolFollowup,
+    maxTokens,
+    choices,
+    messageCount,
     previousResponseId: endpoint === "responses" && typeof previous === "string" ? previous : undefined,
     store: body["store"] !== false,
     get prefixKey() {

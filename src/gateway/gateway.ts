@@ -13,6 +13,7 @@ import { missingApiKeyEnv } from "../backends/backend.js";
 import { ConfigError } from "../config/load.js";
 import { EngineLoadPoller, type LoadPollSettings } from "../backends/engine-load-poller.js";
 import { HealthChecker } from "../backends/health-checker.js";
+import type { HealthThresholds } from "../backends/health-state.js";
 import { BackendRegistry } from "../backends/registry.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
@@ -26,6 +27,10 @@ import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { createGatewayServer } from "./server.js";
 import { UpstreamPools } from "./upstream-pools.js";
+import { GatewayError } from "../core/errors.js";
+import { cancelRequest, type RequestContext } from "./request-context.js";
+import { defaultMaxConnections, openFileLimit } from "./connection-limit.js";
+import { ConnectionGuard } from "./connection-guard.js";
 
 export interface GatewayOptions {
   clock?: Clock;
@@ -44,6 +49,9 @@ function randomHashKey(): [number, number] {
   const bytes = randomBytes(8);
   return [bytes.readInt32LE(0), bytes.readInt32LE(4)];
 }
+
+/** After the grace, how long cancelled requests get to write their last bytes before connections close. */
+const SHUTDOWN_FLUSH_MS = 500;
 
 /** Expired bindings are reclaimed in the background too, so an idle gateway's table shrinks. */
 const SWEEP_INTERVAL_MS = 1000;
@@ -90,10 +98,22 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
     maxBodyBytes: config.server.max_body_bytes,
     maxAttempts: config.upstream.max_attempts,
     firstByteTimeoutMs: config.upstream.first_byte_timeout_seconds * 1000,
+    streamFirstByteTimeoutMs: config.upstream.stream_first_byte_timeout_seconds * 1000,
+    maxResponseBytes: config.upstream.max_response_bytes,
     requestTimeoutMs: config.upstream.request_timeout_seconds * 1000,
     adminToken: config.server.admin_token,
     apiKeys: new Map(config.server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id }])),
   };
+}
+
+/** server.max_connections, or the default the open-file limit allows (read once, at start). */
+function maxConnectionsOf(config: GatewayConfig, fileLimit: number | undefined): number {
+  if (config.server.max_connections !== undefined) return config.server.max_connections;
+  const upstreamSockets = config.backends.reduce(
+    (sum, b) => sum + Math.min(b.max_inflight, config.upstream.keep_alive_connections) + 2,
+    0,
+  );
+  return defaultMaxConnections(fileLimit, upstreamSockets);
 }
 
 /** The tier classifier of the runtime's current config, or undefined when it is off. */
@@ -122,10 +142,17 @@ function createClassifier(rt: GatewayRuntime): TierClassifier | undefined {
   });
 }
 
-function thresholdsOf(config: GatewayConfig): { failuresToMarkDown: number; successesToMarkUp: number } {
+function thresholdsOf(config: GatewayConfig): HealthThresholds {
+  const { health } = config;
   return {
-    failuresToMarkDown: config.health.failures_to_mark_down,
-    successesToMarkUp: config.health.successes_to_mark_up,
+    failuresToMarkDown: health.failures_to_mark_down,
+    successesToMarkUp: health.successes_to_mark_up,
+    ejection: {
+      consecutiveFailures: health.ejection_consecutive_failures,
+      baseMs: health.ejection_base_seconds * 1000,
+      maxMs: Math.max(health.ejection_max_seconds, health.ejection_base_seconds) * 1000,
+      stallMs: health.engine_metrics_interval_seconds > 0 ? health.stall_seconds * 1000 : 0,
+    },
   };
 }
 
@@ -139,9 +166,13 @@ export class Gateway {
   private readonly sweepTimer: NodeJS.Timeout;
   private accepting = true;
   private activeRequests = 0;
+  /** Requests in progress, so that a shutdown's end can close each one properly (streams with an error event). */
+  private readonly live = new Set<RequestContext>();
   /** Resolved (and cleared) when the last in-flight request ends: shutdown waits on it. */
   private onIdle: (() => void) | undefined;
   private address: AddressInfo | undefined;
+  private readonly fileLimit = openFileLimit();
+  private readonly connections: ConnectionGuard;
 
   private constructor(
     config: GatewayConfig,
@@ -150,7 +181,7 @@ export class Gateway {
     checkEnvironment(config, "config");
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? pino({ name: "agent-serve" });
-    const registry = new BackendRegistry(config.backends, thresholdsOf(config));
+    const registry = new BackendRegistry(config.backends, thresholdsOf(config), clock);
     const slots = new BackendSlots({
       maxQueueSize: config.admission.max_queue_size,
       queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
@@ -190,6 +221,7 @@ export class Gateway {
     const pools = new UpstreamPools({
       connectTimeoutMs: config.upstream.connect_timeout_seconds * 1000,
       connections: config.upstream.keep_alive_connections,
+      idleTimeoutMs: config.upstream.idle_connection_timeout_seconds * 1000,
     });
     const attempts = new AttemptTracker();
     const runtime: GatewayRuntime = {
@@ -206,6 +238,14 @@ export class Gateway {
         get firstByteTimeoutMs() {
           return runtime.settings.firstByteTimeoutMs;
         },
+        get streamFirstByteTimeoutMs() {
+          return runtime.settings.streamFirstByteTimeoutMs;
+        },
+        get maxResponseBytes() {
+          return runtime.settings.maxResponseBytes;
+        },
+        freshConnection: (backend) => pools.fresh(backend),
+        logger,
         track: (backendId, abort) => attempts.track(backendId, abort),
         firstToken: (tier, seconds) => metrics.firstToken(tier, seconds),
       },
@@ -218,15 +258,29 @@ export class Gateway {
     runtime.classifier = createClassifier(runtime);
     this.runtime = runtime;
     metrics.initTiers(registry.tiers());
+    registry.onEjectionWithheld((backend, cause) => {
+      metrics.ejectionWithheld(backend.id);
+      logger.warn(
+        { backend: backend.id, cause },
+        "backend would be ejected but is the last available one of its tier: it keeps serving",
+      );
+    });
 
-    registry.onHealthChange(({ backend, to, cause }) => {
+    registry.onHealthChange(({ backend, to, cause, ejectedUntilMs }) => {
       if (to === "down") {
         const broken = scheduler.onBackendDown(backend.id, backend.tier);
         slots.rejectWaiters(backend.id, "backend marked down");
         const abandoned = attempts.abandon(backend.id, "backend marked down");
+        if (ejectedUntilMs !== undefined) metrics.ejection(backend.id, cause);
         logger.warn(
-          { backend: backend.id, cause, bindingsBroken: broken, attemptsAbandoned: abandoned },
-          "backend down",
+          {
+            backend: backend.id,
+            cause,
+            bindingsBroken: broken,
+            attemptsAbandoned: abandoned,
+            ejectedForMs: ejectedUntilMs === undefined ? undefined : ejectedUntilMs - clock.nowMs(),
+          },
+          ejectedUntilMs === undefined ? "backend down" : "backend ejected",
         );
       } else {
         const moved = scheduler.onBackendUp(backend.id, registry.tier(backend.tier));
@@ -236,9 +290,10 @@ export class Gateway {
 
     this.server = createGatewayServer(this.runtime, {
       accepting: () => this.accepting,
+      live: this.live,
       reload: () => this.reloadFromSource(),
     });
-    this.server.maxConnections = config.server.max_connections;
+    this.connections = new ConnectionGuard(this.server, maxConnectionsOf(config, this.fileLimit));
     this.server.on("request", (_req, res) => {
       this.activeRequests++;
       res.once("close", () => {
@@ -319,7 +374,7 @@ export class Gateway {
       changed.push("budget window or max_agents changed: budget usage starts afresh");
     }
     for (const backend of rt.registry.all()) rt.slots.pump(backend);
-    this.server.maxConnections = config.server.max_connections;
+    this.connections.setLimit(maxConnectionsOf(config, this.fileLimit));
     rt.metrics.initTiers(rt.registry.tiers());
     const previous = rt.settings.config;
     if (previous.server.host !== config.server.host || previous.server.port !== config.server.port) {
@@ -364,6 +419,22 @@ export class Gateway {
       await new Promise<void>((resolve) => {
         this.onIdle = resolve;
         timer = setTimeout(resolve, graceMs);
+      });
+      clearTimeout(timer);
+      this.onIdle = undefined;
+    }
+    if (this.activeRequests > 0) {
+      // The grace is over: each request still running ends as a failure would end it (a stream gets an SSE
+      // error event and [DONE]), then what is left is closed.
+      const reason = new GatewayError(
+        "shutting_down",
+        "the gateway shut down before the answer was complete",
+      );
+      for (const ctx of [...this.live]) cancelRequest(ctx, reason);
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.onIdle = resolve;
+        timer = setTimeout(resolve, SHUTDOWN_FLUSH_MS);
       });
       clearTimeout(timer);
       this.onIdle = undefined;

@@ -1,5 +1,6 @@
 // Per-request facts gathered along the way, for the one log line and the request metrics at the end.
 import type { AttemptAbort } from "./attempt-abort.js";
+import type { ApiKeyEntry } from "./client-auth.js";
 
 export interface RequestContext {
   requestId: string;
@@ -23,6 +24,8 @@ export interface RequestContext {
   clientClosed?: boolean;
   /** Set once when the client leaves or the deadline passes; the request stops at its next step. */
   cancelReason?: Error;
+  /** The client's API key entry, checked before anything else of a /v1 request (none without keys). */
+  apiKey?: ApiKeyEntry | undefined;
   /** The attempt in progress: cancelling the request stops it (one per attempt, none per request). */
   activeAttempt?: AttemptAbort;
 }

@@ -23,6 +23,10 @@ export interface RuntimeSettings {
   maxBodyBytes: number;
   maxAttempts: number;
   firstByteTimeoutMs: number;
+  /** The first-byte timeout of streaming requests (their first chunk comes after prefill only). */
+  streamFirstByteTimeoutMs: number;
+  /** A non-streaming answer is refused past this many bytes. */
+  maxResponseBytes: number;
   requestTimeoutMs: number;
   adminToken: string | undefined;
   /** Client API keys by the hex SHA-256 of the key. */

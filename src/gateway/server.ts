@@ -12,18 +12,15 @@ import { GatewayError, toGatewayError, type ErrorCode } from "../core/errors.js"
 import { createRequestTracer } from "../tracing/request-tracer.js";
 import { handleAdmin, type AdminActions } from "./admin-handler.js";
 import { handleCompletion } from "./completion-handler.js";
+import { requireApiKey } from "./client-auth.js";
 import { handleStoredResponse, isStoredResponsePath } from "./stored-response-handler.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
 
-/** The cancel reason of a request whose client disconnected. */
-export class ClientClosedError extends GatewayError {
-  override name = "ClientClosedError";
-  constructor(message: string) {
-    super("client_closed", message);
-  }
-}
+import { ClientClosedError } from "./client-closed.js";
+
+export { ClientClosedError };
 
 type Handler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) => Promise<void>;
 
@@ -33,7 +30,25 @@ const CLIENT_CLOSED_STATUS = 499;
 export interface ServerHooks extends AdminActions {
   /** False while shutting down: new requests get 503. */
   accepting(): boolean;
+  /** Requests in progress (the gateway ends them at the end of a shutdown's grace). */
+  readonly live: Set<RequestContext>;
 }
+
+/**
+ * Methods the gateway knows: on a route that does not take one of them, 405. Any other method (PROPFIND,
+ * TRACE, ...) is one it does not implement: 501, as RFC 9110 asks.
+ */
+const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
+/**
+ * A request left unread when its answer is sent (too large, refused early) is read on and discarded, up to
+ * this much or this long, before the connection is cut: closing with unread bytes makes the kernel reset
+ * the connection, and the client may then lose the answer it had not read yet (the 413 it needs).
+ */
+const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
+const DRAIN_LIMIT_MS = 5000;
+
+/** What stays answered while a shutdown drains: liveness, readiness (which says so) and metrics. */
+const DURING_SHUTDOWN = new Set(["GET /healthz", "GET /readyz", "GET /metrics"]);
 
 export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Server {
   const routes = new Map<string, Handler>([
@@ -42,7 +57,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
     ["POST /v1/responses", (req, res, ctx) => handleCompletion(rt, "responses", req, res, ctx)],
     ["GET /v1/models", async (_req, res) => writeJson(res, 200, listModels(rt))],
     ["GET /healthz", async (_req, res) => writeJson(res, 200, { status: "ok" })],
-    ["GET /readyz", async (_req, res) => readiness(rt, res)],
+    ["GET /readyz", async (_req, res) => readiness(rt, res, hooks.accepting())],
     [
       "GET /metrics",
       async (_req, res) => {
@@ -61,12 +76,22 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       maxHeaderSize: 16 * 1024,
       requestTimeout: 60_000,
       headersTimeout: 20_000,
+      // Node checks those timeouts only this often (30 s by default, which made them 30-50 s and 60-90 s).
+      connectionsCheckingInterval: 1000,
     },
     (req, res) => void serve(req, res),
   );
   server.keepAliveTimeout = 65_000;
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) =>
     answerClientError(err, socket, rt),
+  );
+  // Without a listener node drops a CONNECT's connection without a word.
+  server.on("connect", (_req: IncomingMessage, socket: Duplex) =>
+    answerRaw(
+      socket,
+      new GatewayError("not_implemented", "CONNECT is not supported: this is not a proxy"),
+      rt,
+    ),
   );
   // undefined when server.tracing is off: then each hook below is a no-op.
   const tracer = createRequestTracer(rt.settings.config.server.tracing, rt.logger);
@@ -86,12 +111,14 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       queueWaitMs: 0,
     };
     tracer?.begin(ctx, req.headers);
+    hooks.live.add(ctx);
     const deadline = setTimeout(
       () => cancelRequest(ctx, new GatewayError("upstream_timeout", "request deadline passed")),
       rt.settings.requestTimeoutMs,
     );
     res.on("close", () => {
       clearTimeout(deadline);
+      hooks.live.delete(ctx);
       if (!res.writableFinished) {
         ctx.clientClosed = true;
         cancelRequest(ctx, new ClientClosedError("client closed the connection"));
@@ -99,7 +126,11 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       finish(ctx, res);
     });
     try {
-      if (!hooks.accepting())
+      checkFraming(req, method);
+      // Authentication first: a /v1 request without a valid key learns nothing else (RFC 9110's 401).
+      if (path === "/v1" || path.startsWith("/v1/"))
+        ctx.apiKey = requireApiKey(req.headersDistinct, rt.settings.apiKeys);
+      if (!hooks.accepting() && !DURING_SHUTDOWN.has(`${method} ${path}`))
         throw new GatewayError("shutting_down", "the gateway is shutting down", { retryAfterSeconds: 1 });
       const handler = routes.get(`${method} ${path}`);
       if (handler !== undefined) await handler(req, res, ctx);
@@ -122,10 +153,10 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       }
       const headers: Record<string, string> = { ...error.headers(), "x-request-id": ctx.requestId };
       if (ctx.tier !== undefined) headers["x-agent-serve-tier"] = ctx.tier;
-      // A body left unread (too large, or refused before reading) is discarded by node; the connection is
-      // not reused, so a client still sending cannot make us read an unbounded body.
-      if (!req.complete) headers["connection"] = "close";
       writeJson(res, error.status, error.toJSON(), headers);
+      // A body left unread (too large, or refused before reading) is read on and discarded, a bounded
+      // amount, so that the client reads this answer before the connection is cut.
+      if (!req.complete) drainThenClose(req);
     } finally {
       clearTimeout(deadline);
     }
@@ -166,6 +197,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
 /** Codes of requests refused before any engine saw them (agentserve_rejections_total{reason}). */
 const REFUSALS = new Set<ErrorCode>([
   "budget_exceeded",
+  "too_many_agents",
   "queue_full",
   "queue_timeout",
   "no_healthy_backend",
@@ -193,13 +225,62 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, rt: Gatew
       ? new GatewayError("header_too_large", "request headers are too large")
       : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
         ? new GatewayError("request_timeout", "the request was not received in time")
-        : new GatewayError("invalid_request", `malformed HTTP request (${err.code ?? "parse error"})`);
+        : new GatewayError("invalid_request", "malformed HTTP request");
+  answerRaw(socket, error, rt);
+}
+
+/** An answer written straight to a socket that no HTTP response object owns, then the connection closed. */
+function answerRaw(socket: Duplex, error: GatewayError, rt: GatewayRuntime): void {
   rt.metrics.rejection(error.code);
   const body = JSON.stringify(error.toJSON());
   socket.end(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? "Error"}\r\ncontent-type: application/json\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
+}
+
+/**
+ * RFC 9112: a transfer coding the server does not understand gets 501 (node would decode "gzip, chunked" as
+ * chunked and pass the gzip bytes on as if they were JSON); a method it does not implement gets 501 too.
+ */
+function checkFraming(req: IncomingMessage, method: string): void {
+  if (!KNOWN_METHODS.has(method)) {
+    throw new GatewayError("not_implemented", `method ${method} is not implemented by this gateway`);
+  }
+  const coding = req.headers["transfer-encoding"];
+  if (coding !== undefined && coding.trim() === "") {
+    throw new GatewayError("invalid_header", "an empty Transfer-Encoding header", {
+      param: "transfer-encoding",
+    });
+  }
+  if (coding !== undefined && coding.trim().toLowerCase() !== "chunked") {
+    throw new GatewayError("not_implemented", `transfer coding '${coding}' is not supported (only chunked)`, {
+      param: "transfer-encoding",
+    });
+  }
+}
+
+/** Lingering close: reads and drops what the client still sends, a bounded amount, then cuts the connection. */
+function drainThenClose(req: IncomingMessage): void {
+  let drained = 0;
+  const cut = (): void => {
+    clearTimeout(timer);
+    req.off("data", onData);
+    req.socket.destroy();
+  };
+  const onData = (chunk: Buffer): void => {
+    drained += chunk.length;
+    if (drained > DRAIN_LIMIT_BYTES) cut();
+  };
+  const timer = setTimeout(cut, DRAIN_LIMIT_MS);
+  timer.unref();
+  req.on("data", onData);
+  req.once("end", () => {
+    clearTimeout(timer);
+    req.off("data", onData);
+  });
+  req.socket.once("close", () => clearTimeout(timer));
+  req.resume();
 }
 
 function validRequestId(value: string | string[] | undefined): string | undefined {
@@ -220,8 +301,10 @@ function listModels(rt: GatewayRuntime): unknown {
   };
 }
 
-function readiness(rt: GatewayRuntime, res: ServerResponse): void {
+/** Not ready from the moment a shutdown starts, so load balancers stop sending before connections close. */
+function readiness(rt: GatewayRuntime, res: ServerResponse, accepting: boolean): void {
   const backends = [...rt.registry.all()].map((b) => ({ id: b.id, tier: b.tier, state: b.state }));
-  const ready = rt.registry.anyAvailable();
-  writeJson(res, ready ? 200 : 503, { status: ready ? "ready" : "no healthy backend", backends });
+  const ready = accepting && rt.registry.anyAvailable();
+  const status = !accepting ? "shutting down" : ready ? "ready" : "no healthy backend";
+  writeJson(res, ready ? 200 : 503, { status, backends }, ready ? {} : { "retry-after": "1" });
 }

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
 import { writeJson } from "../core/write-json.js";
 import { AttemptAbort } from "./attempt-abort.js";
-import { authenticate } from "./client-auth.js";
+import { chargedAgent } from "./client-auth.js";
 import { parseClientHeaders } from "./client-headers.js";
 import { engineErrorEnvelope } from "./engine-error.js";
 import type { RequestContext } from "./request-context.js";
@@ -26,8 +26,9 @@ export async function handleStoredResponse(
   res: ServerResponse,
   ctx: RequestContext,
 ): Promise<void> {
-  const client = parseClientHeaders(req.headers);
-  ctx.agentId = authenticate(req.headers, client.agentId, rt.settings.apiKeys);
+  // The API key was checked by the server, before anything else of this /v1 request.
+  const client = parseClientHeaders(req.headersDistinct);
+  ctx.agentId = chargedAgent(ctx.apiKey, client.agentId).agentId;
   const [, encodedId, cancel] = RESPONSE_PATH.exec(ctx.path)!;
   const method = req.method ?? "GET";
   const allowed = cancel === undefined ? ["GET", "DELETE"] : ["POST"];

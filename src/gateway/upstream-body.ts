@@ -1,4 +1,5 @@
 // The body sent to an engine: the client's bytes as they are whenever possible.
+import { GatewayError } from "../core/errors.js";
 import type { CompletionRequest } from "./completion-request.js";
 
 const USAGE_OPTION = Buffer.from('"stream_options":{"include_usage":true},');
@@ -14,9 +15,14 @@ export class UpstreamBodies {
   readonly stripUsage: boolean;
   private readonly needsUsageOption: boolean;
 
+  /**
+   * @param maxTokens when set, the completion-token limit the engine gets (the budget's clamp), written into
+   *   `max_tokens` (and `max_completion_tokens` when the client used it)
+   */
   constructor(
     private readonly raw: Buffer,
     private readonly request: CompletionRequest,
+    private readonly maxTokens?: number,
   ) {
     const options = request.body["stream_options"];
     const clientAsked =
@@ -30,11 +36,12 @@ export class UpstreamBodies {
 
   forModel(model: string): Buffer {
     const sameModel = this.request.body["model"] === model;
-    if (sameModel && !this.needsUsageOption) return this.raw;
+    const clamped = this.maxTokens !== undefined;
+    if (sameModel && !this.needsUsageOption && !clamped) return this.raw;
     let body = this.byModel.get(model);
     if (body === undefined) {
       body =
-        sameModel && !("stream_options" in this.request.body)
+        sameModel && !clamped && !("stream_options" in this.request.body)
           ? this.spliceUsageOption()
           : this.reserialise(model);
       this.byModel.set(model, body);
@@ -56,6 +63,17 @@ export class UpstreamBodies {
         include_usage: true,
       };
     }
-    return Buffer.from(JSON.stringify(body));
+    if (this.maxTokens !== undefined) {
+      body["max_tokens"] = this.maxTokens;
+      if ("max_completion_tokens" in body) body["max_completion_tokens"] = this.maxTokens;
+    }
+    try {
+      return Buffer.from(JSON.stringify(body));
+    } catch (err) {
+      // Parsing bounds the nesting, so this is not expected; still a client's body, never a 500.
+      throw new GatewayError("invalid_request", "the request body cannot be re-encoded for the engine", {
+        cause: err,
+      });
+    }
   }
 }

@@ -9,9 +9,38 @@ export class AttemptFailure extends GatewayError {
     message: string,
     /** Whether the failure says something about the engine's health (feeds the passive health signal). */
     readonly healthSignal: boolean,
+    /** The engine's own Retry-After (seconds) on a 503, passed on when every attempt failed. */
+    engineRetryAfterSeconds?: number,
+    /** The library error behind it, for the log (never shown to clients). */
+    options: { cause?: unknown } = {},
   ) {
-    super(code, message);
+    super(code, message, {
+      ...options,
+      ...(engineRetryAfterSeconds === undefined ? {} : { retryAfterSeconds: engineRetryAfterSeconds }),
+    });
   }
+}
+
+/** Errors of a connection closed under a request before any answer: what a stale kept-alive one gives. */
+const STALE_CODES = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "ECONNABORTED"]);
+
+export function isStaleConnectionError(err: unknown): boolean {
+  const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : "";
+  return STALE_CODES.has(code);
+}
+
+/** A Retry-After header in seconds (delta-seconds or an HTTP date), capped at an hour; else undefined. */
+export function retryAfterOf(value: string | string[] | undefined, nowMs = Date.now()): number | undefined {
+  if (typeof value !== "string") return undefined;
+  const trimmed = value.trim();
+  let seconds: number;
+  if (/^\d+$/.test(trimmed)) seconds = Number(trimmed);
+  else {
+    const at = Date.parse(trimmed);
+    if (Number.isNaN(at)) return undefined;
+    seconds = Math.ceil((at - nowMs) / 1000);
+  }
+  return Math.min(3600, Math.max(1, seconds));
 }
 
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
@@ -37,17 +66,33 @@ export function classifyUpstreamError(
     return new AttemptFailure("upstream_error", `backend ${backendId}: ${abandoned}`, false);
   }
   const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : "";
-  const detail = err instanceof Error ? err.message : String(err);
+  // Clients read the gateway's own words; the library's code and text go to the log (the cause).
+  const cause = { cause: err };
   if (TIMEOUT_CODES.has(code)) {
-    return new AttemptFailure(
-      "upstream_timeout",
-      `backend ${backendId} timed out (${code}: ${detail})`,
-      true,
-    );
+    const what =
+      code === "UND_ERR_CONNECT_TIMEOUT" ? "did not accept a connection in time" : "did not answer in time";
+    return new AttemptFailure("upstream_timeout", `backend ${backendId} ${what}`, true, undefined, cause);
   }
   return new AttemptFailure(
     "upstream_error",
-    `backend ${backendId} failed (${code || "error"}: ${detail})`,
+    `backend ${backendId} ${FAILURE_WORDS[code] ?? "failed"}`,
     true,
+    undefined,
+    cause,
   );
 }
+
+/** What a socket or client error means, in the gateway's words. */
+const FAILURE_WORDS: Record<string, string> = {
+  ECONNREFUSED: "refused the connection",
+  ECONNRESET: "closed the connection before answering",
+  EPIPE: "closed the connection before answering",
+  UND_ERR_SOCKET: "closed the connection before answering",
+  ENOTFOUND: "has a host name that does not resolve",
+  EHOSTUNREACH: "cannot be reached",
+  ENETUNREACH: "cannot be reached",
+  UND_ERR_DESTROYED: "could not be reached (its connection pool was closed)",
+  UND_ERR_CLOSED: "could not be reached (its connection pool was closed)",
+  UND_ERR_RES_CONTENT_LENGTH_MISMATCH: "sent an answer whose length did not match its Content-Length",
+  HPE_INVALID_CONSTANT: "sent a malformed HTTP answer",
+};

@@ -1,9 +1,15 @@
 // Pooled keep-alive HTTP connections to each engine (undici), one pool per backend origin.
-import { Pool } from "undici";
+import { Client, Pool, type Dispatcher } from "undici";
 
 export interface PoolSettings {
   connectTimeoutMs: number;
   connections: number;
+  /**
+   * Idle connections are closed after this. It must stay below the engines' own keep-alive (uvicorn, under
+   * vLLM, closes idle connections after 5 s): a connection the engine closes while we still count it as
+   * idle is one the next request finds reset.
+   */
+  idleTimeoutMs: number;
 }
 
 export interface UpstreamTarget {
@@ -17,6 +23,13 @@ interface Entry {
   /** Path prefix of base_url ("" or "/something"), prepended to every request path. */
   basePath: string;
   pool: Pool;
+}
+
+/** A connection of its own for one request, closed when that request is done. */
+export interface FreshConnection {
+  dispatcher: Dispatcher;
+  basePath: string;
+  close(): void;
 }
 
 export class UpstreamPools {
@@ -38,12 +51,32 @@ export class UpstreamPools {
           connections: this.settings.connections,
           pipelining: 1,
           connect: { timeout: this.settings.connectTimeoutMs, noDelay: true },
-          keepAliveTimeout: 30_000,
+          keepAliveTimeout: this.settings.idleTimeoutMs,
+          // An engine's Keep-Alive hint may shorten it, never lengthen it past ours.
+          keepAliveMaxTimeout: this.settings.idleTimeoutMs,
+          keepAliveTimeoutThreshold: Math.min(1000, this.settings.idleTimeoutMs / 2),
         }),
       };
       this.entries.set(target.id, entry);
     }
     return entry;
+  }
+
+  /**
+   * A new connection to the backend, never a pooled one: the retry of a request whose reused connection
+   * was found closed before any answer.
+   */
+  fresh(target: UpstreamTarget): FreshConnection {
+    const url = new URL(target.baseUrl);
+    const client = new Client(url.origin, {
+      pipelining: 1,
+      connect: { timeout: this.settings.connectTimeoutMs, noDelay: true },
+    });
+    return {
+      dispatcher: client,
+      basePath: url.pathname.replace(/\/+$/, ""),
+      close: () => void client.close().catch(() => undefined),
+    };
   }
 
   /** Drops a removed backend's pool. */

@@ -131,6 +131,18 @@ export class GatewayMetrics implements AffinityRecorder {
     labelNames: ["tier"] as const,
     registers: [this.registry],
   });
+  private readonly ejections = new Counter({
+    name: "agentserve_backend_ejections_total",
+    help: "Outlier ejections: an engine taken out by failing requests or stalled token counters",
+    labelNames: ["backend", "cause"] as const,
+    registers: [this.registry],
+  });
+  private readonly ejectionsWithheld = new Counter({
+    name: "agentserve_backend_ejections_withheld_total",
+    help: "Ejections not made because the engine was the last available one of its tier",
+    labelNames: ["backend"] as const,
+    registers: [this.registry],
+  });
   private readonly rejections = new Counter({
     name: "agentserve_rejections_total",
     help: "Requests refused before reaching an engine, by reason",
@@ -289,6 +301,14 @@ export class GatewayMetrics implements AffinityRecorder {
 
   retry(tier: string): void {
     this.retries.labels(tier).inc();
+  }
+
+  ejection(backend: string, cause: string): void {
+    this.ejections.labels(backend, cause).inc();
+  }
+
+  ejectionWithheld(backend: string): void {
+    this.ejectionsWithheld.labels(backend).inc();
   }
 
   rejection(reason: string): void {

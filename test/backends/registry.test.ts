@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { hashString } from "../../src/affinity/hash.js";
 import { Backend } from "../../src/backends/backend.js";
 import { BackendRegistry, type HealthTransition } from "../../src/backends/registry.js";
+import { ManualClock } from "../../src/core/clock.js";
 import type { BackendConfig } from "../../src/config/schema.js";
 
 const THRESHOLDS = { failuresToMarkDown: 3, successesToMarkUp: 2 };
@@ -59,10 +60,10 @@ describe("BackendRegistry", () => {
     const backend = registry.get("small-1")!;
 
     registry.recordOutcome(backend, false, "probe");
-    registry.recordOutcome(backend, false, "request");
+    registry.recordOutcome(backend, false, "probe");
     expect(seen).toEqual([]);
-    registry.recordOutcome(backend, false, "request");
-    expect(seen).toEqual([{ backend, to: "down", cause: "request" }]);
+    registry.recordOutcome(backend, false, "probe");
+    expect(seen).toEqual([{ backend, to: "down", cause: "probe" }]);
     expect(backend.state).toBe("down");
     registry.recordOutcome(backend, false, "probe");
     expect(seen).toHaveLength(1);
@@ -72,6 +73,38 @@ describe("BackendRegistry", () => {
     registry.recordOutcome(backend, true, "probe");
     expect(seen[1]).toEqual({ backend, to: "up", cause: "probe" });
     expect(seen).toHaveLength(2);
+  });
+
+  it("ejects on consecutive request failures (probes in between do not reset them), never the tier's last", () => {
+    const clock = new ManualClock(0);
+    const ejection = { consecutiveFailures: 2, baseMs: 1000, maxMs: 8000, stallMs: 0 };
+    const registry = new BackendRegistry(DEFAULT, { ...THRESHOLDS, ejection }, clock);
+    const seen: HealthTransition[] = [];
+    const withheld: string[] = [];
+    registry.onHealthChange((t) => seen.push(t));
+    registry.onEjectionWithheld((b, cause) => withheld.push(`${b.id}:${cause}`));
+    const a = registry.get("small-0")!;
+    const b = registry.get("small-1")!;
+    registry.recordOutcome(a, false, "request");
+    registry.recordOutcome(a, true, "probe");
+    registry.recordOutcome(a, false, "request");
+    expect(seen).toEqual([{ backend: a, to: "down", cause: "request", ejectedUntilMs: 1000 }]);
+    // small-1 is now the tier's last available engine: its failures are reported, not acted on.
+    registry.recordOutcome(b, false, "request");
+    registry.recordOutcome(b, false, "request");
+    expect(b.state).toBe("up");
+    expect(withheld).toEqual(["small-1:request"]);
+    // Nor is an engine whose only peer is draining (that peer takes no new sessions).
+    const c = new BackendRegistry(DEFAULT, { ...THRESHOLDS, ejection }, clock);
+    c.get("small-1")!.drained = true;
+    c.recordOutcome(c.get("small-0")!, false, "request");
+    c.recordOutcome(c.get("small-0")!, false, "request");
+    expect(c.get("small-0")!.state).toBe("up");
+    // The big tier's only engine is never ejected either.
+    const big = registry.get("big-0")!;
+    registry.recordOutcome(big, false, "request");
+    registry.recordOutcome(big, false, "request");
+    expect(big.state).toBe("up");
   });
 
   it("delivers to every listener and stops after unsubscribe, even when a listener unsubscribes itself", () => {

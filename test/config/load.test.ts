@@ -74,6 +74,10 @@ describe("the shipped configs/gateway.yaml", () => {
       successes_to_mark_up: 2,
       probe_timeout_seconds: 5,
       engine_metrics_interval_seconds: 5,
+      ejection_consecutive_failures: 3,
+      ejection_base_seconds: 30,
+      ejection_max_seconds: 300,
+      stall_seconds: 30,
     });
   });
 });

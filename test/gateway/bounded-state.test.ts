@@ -10,7 +10,9 @@ describe("bounded state under a flood of ids", () => {
         { id: "small-0", tier: "small" },
         { id: "small-1", tier: "small" },
       ],
-      { affinity: { max_bindings: 500 }, admission: { max_agents: 200 } },
+      // A window so short that each agent's usage has left it by the next request: a full table may then
+      // forget its least recent agent for a newcomer (one with usage in its window it would refuse instead).
+      { affinity: { max_bindings: 500 }, admission: { max_agents: 200, budget_window_seconds: 0.001 } },
     );
   });
   afterAll(() => cluster.close());

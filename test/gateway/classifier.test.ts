@@ -52,7 +52,8 @@ describe("the tier classifier", () => {
   it("takes the tier from the engine's structured answer, then from its cache, charging no budget", async () => {
     cluster = await startCluster(ENGINES, {
       ...CLASSIFIER,
-      admission: { agents: { tight: { token_budget: 1 } } },
+      // One short request's hold fits (prompt estimate + max_tokens 8), a second one does not.
+      admission: { agents: { tight: { token_budget: 40 } } },
     });
     const prompts = Array.from({ length: 8 }, (_, i) => `task ${i}: summarise the report`);
     const tiersSeen = new Set<string>();
@@ -89,7 +90,7 @@ describe("the tier classifier", () => {
     const refused = await chat(cluster.url, { model: "auto", headers: tight });
     expect(refused.status).toBe(429);
     expect((refused.json["error"] as { message: string }).message).toContain(
-      `used ${usage.total_tokens} of its 1 tokens`,
+      `used ${usage.total_tokens} of its 40 tokens`,
     );
   });
 

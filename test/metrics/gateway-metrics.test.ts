@@ -75,6 +75,8 @@ describe("GatewayMetrics: the contract names", () => {
       agentserve_backend_inflight: "gauge",
       agentserve_sticky_bindings: "gauge",
       agentserve_backend_bindings: "gauge",
+      agentserve_backend_ejections_total: "counter",
+      agentserve_backend_ejections_withheld_total: "counter",
       agentserve_queue_depth: "gauge",
       agentserve_backend_running_requests: "gauge",
       agentserve_backend_waiting_requests: "gauge",

@@ -104,7 +104,14 @@ describe.skipIf(prometheusBinary.skip)("the Grafana dashboard against a real Pro
   }
 
   async function overBudget(): Promise<void> {
-    const response = await chat(cluster.url, { headers: { "x-agent-id": CAPPED_AGENT } });
+    // As long a prompt as its first turn's: more than the budget has left after that turn.
+    const response = await chat(cluster.url, {
+      headers: { "x-agent-id": CAPPED_AGENT },
+      messages: [
+        { role: "system", content: SYSTEM_PROMPT },
+        { role: "user", content: "again" },
+      ],
+    });
     expect(response.status).toBe(429);
   }
 
@@ -115,7 +122,8 @@ describe.skipIf(prometheusBinary.skip)("the Grafana dashboard against a real Pro
       shipped.backends.map((b) => ({ id: b.id, tier: b.tier })),
       {
         health: { engine_metrics_interval_seconds: 0.2 },
-        admission: { agents: { [CAPPED_AGENT]: { token_budget: 1 } } },
+        // Enough for one turn's held estimate (about 900 tokens), not for a second turn.
+        admission: { agents: { [CAPPED_AGENT]: { token_budget: 1000 } } },
       },
     );
   });
