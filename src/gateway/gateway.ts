@@ -320,6 +320,13 @@ export class Gateway {
     return family === "IPv6" && host !== "127.0.0.1" ? `http://[${host}]:${port}` : `http://${host}:${port}`;
   }
 
+  /** Client connections the server holds now (admin views, and tests that must know a socket was accepted). */
+  openConnections(): Promise<number> {
+    return new Promise((resolve, reject) =>
+      this.server.getConnections((err, count) => (err ? reject(err) : resolve(count))),
+    );
+  }
+
   get port(): number {
     return this.address?.port ?? 0;
   }

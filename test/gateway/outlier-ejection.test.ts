@@ -24,10 +24,10 @@ function nextTransition(gw: TestGateway, backendId: string, to: "up" | "down"): 
   });
 }
 
-/** Waits (bounded) until the engine has answered `count` more probes: real time passing, no sleeps. */
+/** Resolves when the engine has answered `count` more probes (the gateway's own probe timer, as events). */
 async function probesPass(engine: ScriptedEngine, count: number): Promise<void> {
   const target = engine.probes + count;
-  for (let i = 0; i < 400 && engine.probes < target; i++) await new Promise((r) => setTimeout(r, 10));
+  await engine.after("probe", count);
   expect(engine.probes).toBeGreaterThanOrEqual(target);
 }
 
@@ -122,6 +122,7 @@ describe("outlier ejection", () => {
       if (gw.gateway.runtime.scheduler.ranking(s, backends)[0]!.id === "hung") session = s;
     }
     const ejected = nextTransition(gw, "hung", "down");
+    const reached = hung.after("completion");
     const answer = post(
       gw.url,
       { model: "m", stream: true, messages: [{ role: "user", content: "hi" }] },
@@ -130,12 +131,12 @@ describe("outlier ejection", () => {
       },
     );
     const hungBackend = registry.get("hung")!;
-    for (let i = 0; i < 400 && hungBackend.inflight === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    await reached;
     expect(hungBackend.inflight).toBe(1);
     // Several readings while busy (the counter stays still); then ten seconds pass on the gateway's clock.
-    const readAt = hungBackend.engineLoad?.readAtMs;
-    for (let i = 0; i < 400 && hungBackend.engineLoad?.readAtMs === readAt; i++)
-      await new Promise((r) => setTimeout(r, 5));
+    // The poller reads one engine at a time: once the engine served a second read, the first one was taken in.
+    await hung.after("metrics", 2);
+    expect(hungBackend.engineLoad).toBeDefined();
     clock.advance(10_000);
     expect(await ejected).toMatchObject({ cause: "progress" });
     const done = await answer;

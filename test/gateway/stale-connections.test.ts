@@ -44,11 +44,8 @@ describe("stale upstream connections", () => {
     closers.push(() => gw.close());
     expect((await post(gw.url)).status).toBe(200);
     const closed = engine.nextClose();
-    const waited = await Promise.race([
-      closed.then(() => "closed"),
-      new Promise((r) => setTimeout(r, 10_000, "still open")),
-    ]);
-    expect(waited).toBe("closed");
+    // The gateway closes it (0.3 s idle), long before the engine's own 60 s keep-alive would.
+    await closed;
     const defaults = await startGatewayFor([{ id: "only", url: engine.url }]);
     closers.push(() => defaults.close());
     expect(defaults.config.upstream.idle_connection_timeout_seconds).toBeLessThan(5);

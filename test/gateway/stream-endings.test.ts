@@ -40,12 +40,18 @@ describe("streams the gateway ends", () => {
   });
 
   it("shutdown: /readyz says not ready at once on open connections; streams end properly when the grace runs out", async () => {
-    const engine = await startScriptedEngine({ completion: endlessStream });
+    let engineStreaming: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (engineStreaming = resolve));
+    const engine = await startScriptedEngine({
+      completion: (call) => {
+        endlessStream(call);
+        engineStreaming();
+      },
+    });
     closers.push(() => engine.close());
     const gw = await startGatewayFor([{ id: "only", url: engine.url }]);
     const streaming = post(gw.url, STREAM);
-    const backend = gw.gateway.runtime.registry.get("only")!;
-    for (let i = 0; i < 400 && backend.inflight === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    await started;
     // A connection already open (mid-request) when the shutdown starts.
     const socket = connect(Number(new URL(gw.url).port), "127.0.0.1");
     await new Promise((r) => socket.once("connect", r));
@@ -57,7 +63,8 @@ describe("streams the gateway ends", () => {
         if (text.includes("}")) resolve(text);
       });
     });
-    await new Promise((r) => setTimeout(r, 20));
+    // The gateway holds both connections (the stream's and this one) before the shutdown starts.
+    while ((await gw.gateway.openConnections()) < 2) await new Promise((r) => setImmediate(r));
     const closed = gw.gateway.close(300);
     socket.write("\r\n");
     const readyz = await reply;

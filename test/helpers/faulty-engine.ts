@@ -1,4 +1,5 @@
 // Test fixture: scripted faulty engines (small node:http servers) and a gateway in front of any engine URLs.
+import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { pino } from "pino";
@@ -34,8 +35,12 @@ export interface ScriptedEngine {
   readonly probes: number;
   /** Resolves when some connection to it closes (whoever closed it). */
   nextClose(): Promise<void>;
+  /** Resolves once `count` probes, completion requests or /metrics reads have arrived (from now on). */
+  after(event: EngineEvent, count?: number): Promise<void>;
   close(): Promise<void>;
 }
+
+export type EngineEvent = "probe" | "completion" | "metrics";
 
 export async function startScriptedEngine(options: ScriptedEngineOptions): Promise<ScriptedEngine> {
   let completions = 0;
@@ -44,11 +49,13 @@ export async function startScriptedEngine(options: ScriptedEngineOptions): Promi
   const perSocket = new WeakMap<Socket, number>();
   const sockets = new Set<Socket>();
   const closeWaiters: (() => void)[] = [];
+  const events = new EventEmitter();
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method === "GET" && path === "/health") {
       probes++;
       res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      events.emit("probe");
       return;
     }
     if (req.method === "GET" && path === "/metrics") {
@@ -57,6 +64,7 @@ export async function startScriptedEngine(options: ScriptedEngineOptions): Promi
       res.end(
         `vllm:num_requests_running 1\nvllm:prompt_tokens_total ${tokens}\nvllm:generation_tokens_total 0\n`,
       );
+      events.emit("metrics");
       return;
     }
     const socket = req.socket;
@@ -67,6 +75,7 @@ export async function startScriptedEngine(options: ScriptedEngineOptions): Promi
     req.on("end", () => {
       completions++;
       options.completion({ req, res, body: Buffer.concat(chunks), requestOnConnection: n, socket });
+      events.emit("completion");
     });
   });
   server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 5000;
@@ -92,6 +101,16 @@ export async function startScriptedEngine(options: ScriptedEngineOptions): Promi
       return probes;
     },
     nextClose: () => new Promise<void>((resolve) => closeWaiters.push(resolve)),
+    after: (event, count = 1) =>
+      new Promise<void>((resolve) => {
+        let left = count;
+        const seen = (): void => {
+          if (--left > 0) return;
+          events.off(event, seen);
+          resolve();
+        };
+        events.on(event, seen);
+      }),
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
