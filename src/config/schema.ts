@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { BALANCER_NAMES } from "../affinity/balancers.js";
 import { tracingSchema } from "../tracing/config.js";
+import { bindingStoreSchema, budgetStoreSchema, discoverySchema } from "./shared-state.js";
 
 const positiveInt = (what: string) =>
   z
@@ -115,6 +116,8 @@ const admissionSchema = z.strictObject({
   max_agents: positiveInt("a positive integer").default(100_000),
   /** Charge requests without an agent id (X-Agent-Id or an API key's agent) to one shared budget. */
   budget_anonymous: z.boolean({ error: "must be true or false" }).default(false),
+  /** Where budgets are counted: only `{kind: memory}` (per process) is built (src/config/shared-state.ts). */
+  store: budgetStoreSchema,
 });
 
 const routingSchema = z.strictObject({
@@ -140,6 +143,8 @@ const affinitySchema = z.strictObject({
   balancer: z
     .enum(BALANCER_NAMES, { error: `must be one of ${BALANCER_NAMES.join(", ")}` })
     .default("least_inflight"),
+  /** Where bindings live: only `{kind: memory}` (per process) is built (src/config/shared-state.ts). */
+  store: bindingStoreSchema,
 });
 
 const healthSchema = z.strictObject({
@@ -178,6 +183,7 @@ export const gatewayConfigSchema = z
     affinity: section(affinitySchema.prefault({})),
     health: section(healthSchema.prefault({})),
     upstream: section(upstreamSchema.prefault({})),
+    discovery: discoverySchema,
   })
   .superRefine((config, ctx) => {
     const seen = new Map<string, number>();

@@ -10,6 +10,7 @@ import {
   parseConfig,
   parseConfigText,
 } from "../../src/config/load.js";
+import { DISCOVERY_NOT_SUPPORTED_YET, redisNotSupportedYet } from "../../src/config/shared-state.js";
 
 const DEFAULT_CONFIG = fileURLToPath(new URL("../../configs/gateway.yaml", import.meta.url));
 
@@ -51,6 +52,7 @@ describe("the shipped configs/gateway.yaml", () => {
       agents: {},
       max_agents: 100_000,
       budget_anonymous: false,
+      store: { kind: "memory" },
     });
     expect(config.routing).toMatchObject({
       prompt_length_threshold: 2000,
@@ -62,6 +64,7 @@ describe("the shipped configs/gateway.yaml", () => {
       rebalance_on_backend_recovery: false,
       max_bindings: 1_000_000,
       balancer: "least_inflight",
+      store: { kind: "memory" },
     });
     expect(config.health).toEqual({
       probe_interval_seconds: 10,
@@ -145,6 +148,7 @@ describe("defaults", () => {
       rebalance_on_backend_recovery: false,
       max_bindings: 1_000_000,
       balancer: "least_inflight",
+      store: { kind: "memory" },
     });
     expect(config.server.port).toBe(0);
     expect(config.server.host).toBe("0.0.0.0");
@@ -337,6 +341,52 @@ describe("bad configs name the path of every problem", () => {
     await expect(loadConfigFile(missing, {})).rejects.toThrow(
       /no-such-config\.yaml:\n {2}cannot read the file \(ENOENT\)/,
     );
+  });
+});
+
+describe("shared stores and discovery (issue 14): memory is built, redis and discovery are refused", () => {
+  it("accepts {kind: memory} for both stores, as the default does", () => {
+    const config = parseConfigText(
+      `${ONE_BACKEND}affinity: { store: { kind: memory } }\nadmission: { store: { kind: memory } }\n`,
+      "memory.yaml",
+      {},
+    );
+    expect(config.affinity.store).toEqual({ kind: "memory" });
+    expect(config.admission.store).toEqual({ kind: "memory" });
+    expect(config.discovery).toBeUndefined();
+  });
+
+  it("refuses {kind: redis} with a message saying it is not built, never running on memory instead", () => {
+    const redis = `{ kind: redis, url: "redis://redis:6379/0", timeout_ms: 50 }`;
+    expect(
+      problemsOf(`${ONE_BACKEND}affinity: { store: ${redis} }\nadmission: { store: ${redis} }\n`),
+    ).toEqual([
+      `admission.store: ${redisNotSupportedYet("budget")}`,
+      `affinity.store: ${redisNotSupportedYet("binding")}`,
+    ]);
+    expect(redisNotSupportedYet("binding")).toMatch(/not supported yet/);
+  });
+
+  it("refuses discovery entries, even an empty list, naming the key", () => {
+    const entry = `[{ name: vllm.ns.svc.cluster.local, tier: small, type: A, port: 8000, model: m, refresh_seconds: 10 }]`;
+    expect(problemsOf(`${ONE_BACKEND}discovery: ${entry}\n`)).toEqual([
+      `discovery: ${DISCOVERY_NOT_SUPPORTED_YET}`,
+    ]);
+    expect(problemsOf(`${ONE_BACKEND}discovery: []\n`)).toEqual([
+      `discovery: ${DISCOVERY_NOT_SUPPORTED_YET}`,
+    ]);
+  });
+
+  it("names the path of a bad store", () => {
+    expect(problemsOf(`${ONE_BACKEND}affinity: { store: { kind: etcd } }\n`)).toEqual([
+      "affinity.store.kind: must be {kind: memory}, the only store built so far",
+    ]);
+    expect(problemsOf(`${ONE_BACKEND}admission: { store: { kind: memory, url: "redis://x" } }\n`)).toEqual([
+      "admission.store.url: unknown key",
+    ]);
+    expect(problemsOf(`${ONE_BACKEND}affinity: { store: memory }\n`)).toEqual([
+      "affinity.store: must be {kind: memory}, the only store built so far",
+    ]);
   });
 });
 
