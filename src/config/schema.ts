@@ -116,7 +116,7 @@ const admissionSchema = z.strictObject({
   max_agents: positiveInt("a positive integer").default(100_000),
   /** Charge requests without an agent id (X-Agent-Id or an API key's agent) to one shared budget. */
   budget_anonymous: z.boolean({ error: "must be true or false" }).default(false),
-  /** Where budgets are counted: only `{kind: memory}` (per process) is built (src/config/shared-state.ts). */
+  /** Where budgets are counted: `{kind: memory}` (per process) or `{kind: redis, ...}` (shared by replicas). */
   store: budgetStoreSchema,
 });
 
@@ -143,7 +143,7 @@ const affinitySchema = z.strictObject({
   balancer: z
     .enum(BALANCER_NAMES, { error: `must be one of ${BALANCER_NAMES.join(", ")}` })
     .default("least_inflight"),
-  /** Where bindings live: only `{kind: memory}` (per process) is built (src/config/shared-state.ts). */
+  /** Where bindings live: `{kind: memory}` (per process) or `{kind: redis, ...}` (shared by replicas). */
   store: bindingStoreSchema,
 });
 
@@ -175,9 +175,7 @@ function section<T extends z.ZodType>(schema: T) {
 export const gatewayConfigSchema = z
   .strictObject({
     server: section(serverSchema.prefault({})),
-    backends: z.array(backendSchema, { error: "must be a list of backends" }).min(1, {
-      error: "must list at least one backend",
-    }),
+    backends: z.array(backendSchema, { error: "must be a list of backends" }).default([]),
     admission: section(admissionSchema.prefault({})),
     routing: section(routingSchema.prefault({})),
     affinity: section(affinitySchema.prefault({})),
@@ -186,6 +184,20 @@ export const gatewayConfigSchema = z
     discovery: discoverySchema,
   })
   .superRefine((config, ctx) => {
+    if (config.backends.length === 0 && config.discovery.length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["backends"],
+        message: "must list at least one backend (or name engines to find under discovery)",
+      });
+    }
+    if (config.affinity.store.kind === "redis" && config.affinity.rebalance_on_backend_recovery) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["affinity", "rebalance_on_backend_recovery"],
+        message: "is not supported with affinity.store kind redis (moves would apply to one replica only)",
+      });
+    }
     const seen = new Map<string, number>();
     config.backends.forEach((backend, index) => {
       const first = seen.get(backend.id);
@@ -199,7 +211,7 @@ export const gatewayConfigSchema = z
         seen.set(backend.id, index);
       }
     });
-    const tiers = new Set(config.backends.map((b) => b.tier));
+    const tiers = new Set([...config.backends.map((b) => b.tier), ...config.discovery.map((d) => d.tier)]);
     for (const key of ["default_tier", "long_prompt_tier"] as const) {
       const tier = config.routing[key];
       if (tier !== undefined && !tiers.has(tier)) {
@@ -214,4 +226,5 @@ export const gatewayConfigSchema = z
 
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type BackendConfig = GatewayConfig["backends"][number];
+export type { DiscoveryConfig, RedisStoreConfig, StoreConfig } from "./shared-state.js";
 export type SimulateConfig = NonNullable<BackendConfig["simulate"]>;
