@@ -1,5 +1,6 @@
-// Per-agent token budgets over a sliding window (pure: time is passed in), bounded in memory.
+// Per-agent token budgets over a sliding window (pure: time is passed in), bounded in memory: the memory store.
 import { LRUCache } from "lru-cache";
+import type { BudgetAdmission, BudgetStore } from "./budget-store.js";
 
 export interface BudgetSettings {
   windowMs: number;
@@ -17,7 +18,8 @@ export type BudgetDecision =
  * The window is cut into this many buckets: usage expires one bucket at a time, so an agent costs a small
  * fixed array however much traffic it sends, at the price of up to window/BUCKETS of extra memory of usage.
  */
-const BUCKETS = 12;
+export const BUDGET_BUCKETS = 12;
+const BUCKETS = BUDGET_BUCKETS;
 
 interface AgentUsage {
   /** Tokens per bucket, a ring indexed by bucket number modulo BUCKETS. */
@@ -26,7 +28,7 @@ interface AgentUsage {
   bucketOf: Float64Array;
 }
 
-export class TokenBudgets {
+export class TokenBudgets implements BudgetStore {
   private readonly agents: LRUCache<string, AgentUsage>;
   private readonly bucketMs: number;
 
@@ -64,8 +66,46 @@ export class TokenBudgets {
     };
   }
 
+  admit(agentId: string, reserveTokens: number, nowMs: number): Promise<BudgetAdmission> {
+    return Promise.resolve(this.admitNow(agentId, reserveTokens, nowMs));
+  }
+
+  /** admit(), answered synchronously (the Redis store's fallback decides with it). */
+  admitNow(agentId: string, reserveTokens: number, nowMs: number): BudgetAdmission {
+    const decision = this.check(agentId, nowMs);
+    if (!decision.allowed) return decision;
+    this.charge(agentId, reserveTokens, nowMs);
+    return { allowed: true, reservedTokens: reserveTokens > 0 ? reserveTokens : 0 };
+  }
+
+  settle(agentId: string, reservedTokens: number, usedTokens: number, nowMs: number): void {
+    const delta = (usedTokens > 0 ? usedTokens : 0) - reservedTokens;
+    if (Number.isFinite(delta) && delta !== 0) this.add(agentId, delta, nowMs);
+  }
+
+  release(agentId: string, reservedTokens: number, nowMs: number): void {
+    this.settle(agentId, reservedTokens, 0, nowMs);
+  }
+
+  usage(agentId: string, nowMs: number): Promise<number> {
+    return Promise.resolve(this.used(agentId, nowMs));
+  }
+
+  flush(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
   charge(agentId: string, tokens: number, nowMs: number): void {
     if (!(tokens > 0)) return;
+    this.add(agentId, tokens, nowMs);
+  }
+
+  /** Adds a signed amount to the agent's bucket of `nowMs`. */
+  private add(agentId: string, tokens: number, nowMs: number): void {
     let usage = this.agents.get(agentId);
     if (usage === undefined) {
       usage = { tokens: new Float64Array(BUCKETS), bucketOf: new Float64Array(BUCKETS).fill(-Infinity) };

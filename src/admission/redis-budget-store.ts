@@ -1,0 +1,206 @@
+// Token budgets shared by every replica: an atomic sliding window per agent in Redis, failing open to a local one.
+import type { BudgetAdmission, BudgetStore } from "./budget-store.js";
+import { BUDGET_BUCKETS, TokenBudgets, type BudgetSettings } from "./token-budgets.js";
+import { LuaScript, RedisLink, UNAVAILABLE, type RedisLinkOptions } from "../store/redis-link.js";
+
+/*
+ * One hash per agent: field = absolute bucket number (floor(now / bucketMs)), value = tokens counted in it.
+ * The window is BUDGET_BUCKETS buckets, exactly as the memory store cuts it, so both answer the same.
+ * Buckets that left the window are deleted by the next admission; the key expires a window after its
+ * last write. Time comes from the caller (each replica's clock), so tests drive it.
+ */
+const WINDOW_SUM = `
+local now = tonumber(ARGV[1])
+local bucketMs = tonumber(ARGV[2])
+local n = tonumber(ARGV[3])
+local current = math.floor(now / bucketMs)
+local flat = redis.call('HGETALL', KEYS[1])
+local used = 0
+local live = {}
+for i = 1, #flat, 2 do
+  local b = tonumber(flat[i])
+  local t = tonumber(flat[i + 1])
+  if current - b < n then
+    used = used + t
+    live[#live + 1] = { b, t }
+  else
+    redis.call('HDEL', KEYS[1], flat[i])
+  end
+end
+`;
+
+/** KEYS: agent. ARGV: nowMs, bucketMs, buckets, budget, reserveTokens, windowMs. Returns {1, used} or {0, used, retryAfterSeconds}. */
+const ADMIT = new LuaScript(
+  `${WINDOW_SUM}
+local budget = tonumber(ARGV[4])
+local reserve = tonumber(ARGV[5])
+local windowMs = tonumber(ARGV[6])
+if used >= budget then
+  table.sort(live, function(x, y) return x[1] < y[1] end)
+  local remaining = used
+  local retry = math.ceil(windowMs / 1000)
+  for _, entry in ipairs(live) do
+    remaining = remaining - entry[2]
+    if remaining < budget then
+      retry = math.max(1, math.ceil(((entry[1] + n) * bucketMs - now) / 1000))
+      break
+    end
+  end
+  return { 0, used, retry }
+end
+if reserve ~= 0 then
+  redis.call('HINCRBY', KEYS[1], current, reserve)
+  redis.call('PEXPIRE', KEYS[1], math.ceil(windowMs + bucketMs))
+end
+return { 1, used }
+`,
+  1,
+);
+
+/** KEYS: agent. ARGV: atMs, bucketMs, tokens (signed), windowMs. */
+const ADD = new LuaScript(
+  `
+local bucketMs = tonumber(ARGV[2])
+local bucket = math.floor(tonumber(ARGV[1]) / bucketMs)
+redis.call('HINCRBY', KEYS[1], bucket, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[4]) + bucketMs))
+return 1
+`,
+  1,
+);
+
+/** KEYS: agent. ARGV: nowMs, bucketMs, buckets. */
+const USED = new LuaScript(`${WINDOW_SUM}\nreturn used\n`, 1);
+
+/** Charges made while Redis was unreachable, replayed when it is back; the oldest go first past this many. */
+const MAX_PENDING = 10_000;
+
+interface PendingCharge {
+  agentId: string;
+  tokens: number;
+  atMs: number;
+}
+
+export interface RedisBudgetStoreOptions {
+  link: Omit<RedisLinkOptions, "name">;
+  keyPrefix: string;
+}
+
+export class RedisBudgetStore implements BudgetStore {
+  private readonly link: RedisLink;
+  /** This replica's own share of usage: decides alone while Redis is away. */
+  private local: TokenBudgets;
+  private pending: PendingCharge[] = [];
+
+  constructor(
+    private settings: BudgetSettings,
+    private readonly options: RedisBudgetStoreOptions,
+  ) {
+    this.local = new TokenBudgets(settings);
+    this.link = new RedisLink({ ...options.link, name: "budgets" });
+    this.link.onReady(() => this.replay());
+  }
+
+  private get bucketMs(): number {
+    return this.settings.windowMs / BUDGET_BUCKETS;
+  }
+
+  private key(agentId: string): string {
+    return this.options.keyPrefix + agentId;
+  }
+
+  budgetOf(agentId: string): number {
+    return this.local.budgetOf(agentId);
+  }
+
+  async admit(agentId: string, reserveTokens: number, nowMs: number): Promise<BudgetAdmission> {
+    const reserve = reserveTokens > 0 ? Math.round(reserveTokens) : 0;
+    const budget = this.budgetOf(agentId);
+    const reply = await this.link.run(
+      ADMIT,
+      [this.key(agentId)],
+      [nowMs, this.bucketMs, BUDGET_BUCKETS, budget, reserve, this.settings.windowMs],
+    );
+    if (reply === UNAVAILABLE || !Array.isArray(reply)) {
+      const decision = this.local.admitNow(agentId, reserve, nowMs);
+      if (decision.allowed && reserve > 0) this.queue({ agentId, tokens: reserve, atMs: nowMs });
+      return decision;
+    }
+    const [allowed, used, retryAfterSeconds] = reply as number[];
+    if (allowed === 1) {
+      this.local.charge(agentId, reserve, nowMs);
+      return { allowed: true, reservedTokens: reserve };
+    }
+    return { allowed: false, retryAfterSeconds: retryAfterSeconds!, used: used!, budget };
+  }
+
+  settle(agentId: string, reservedTokens: number, usedTokens: number, nowMs: number): void {
+    const delta = Math.round((usedTokens > 0 ? usedTokens : 0) - reservedTokens);
+    if (!Number.isFinite(delta) || delta === 0) return;
+    this.local.settle(agentId, reservedTokens, usedTokens, nowMs);
+    this.write({ agentId, tokens: delta, atMs: nowMs });
+  }
+
+  release(agentId: string, reservedTokens: number, nowMs: number): void {
+    this.settle(agentId, reservedTokens, 0, nowMs);
+  }
+
+  async usage(agentId: string, nowMs: number): Promise<number> {
+    const reply = await this.link.run(USED, [this.key(agentId)], [nowMs, this.bucketMs, BUDGET_BUCKETS]);
+    return typeof reply === "number" ? reply : this.local.used(agentId, nowMs);
+  }
+
+  accepts(settings: BudgetSettings): boolean {
+    return this.local.accepts(settings);
+  }
+
+  configure(settings: BudgetSettings): void {
+    this.settings = settings;
+    this.local.configure(settings);
+  }
+
+  /** Charges waiting for Redis to come back (for tests and the admin view). */
+  get pendingCharges(): number {
+    return this.pending.length;
+  }
+
+  flush(): Promise<void> {
+    return this.link.flush();
+  }
+
+  /** Waits (at most `timeoutMs`) for the first connection. */
+  connected(timeoutMs: number): Promise<boolean> {
+    return this.link.connected(timeoutMs);
+  }
+
+  async close(): Promise<void> {
+    await this.link.close();
+  }
+
+  private write(charge: PendingCharge): void {
+    if (!this.link.up) {
+      this.queue(charge);
+      return;
+    }
+    this.link.send(
+      ADD,
+      [this.key(charge.agentId)],
+      [charge.atMs, this.bucketMs, charge.tokens, this.settings.windowMs],
+      (reply) => {
+        if (reply === UNAVAILABLE) this.queue(charge);
+      },
+    );
+  }
+
+  private queue(charge: PendingCharge): void {
+    this.pending.push(charge);
+    if (this.pending.length > MAX_PENDING) this.pending.splice(0, this.pending.length - MAX_PENDING);
+  }
+
+  /** Back: what was counted meanwhile is added to the shared window, each in the bucket of its own time. */
+  private replay(): void {
+    const pending = this.pending;
+    this.pending = [];
+    for (const charge of pending) this.write(charge);
+  }
+}
