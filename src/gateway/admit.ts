@@ -1,6 +1,6 @@
 // Stage 1 of a completion: who is asking (headers, API key) and whether their token budget lets them in.
 import type { IncomingHttpHeaders } from "node:http";
-import type { TokenBudgets } from "../admission/token-budgets.js";
+import type { BudgetStore } from "../admission/budget-store.js";
 import { GatewayError } from "../core/errors.js";
 import { authenticate, type ApiKeyEntry } from "./client-auth.js";
 import { parseClientHeaders, type ClientHeaders } from "./client-headers.js";
@@ -20,21 +20,26 @@ export interface Admission {
   agentId: string | undefined;
   /** Whose budget is charged: the agent, the anonymous pool, or nobody. */
   budgetKey: string | undefined;
+  /** Tokens admission reserved in the budget (settled to the real usage at the end). */
+  reservedTokens: number;
 }
 
 /** Validates the identity headers and the API key, and refuses an agent whose budget is spent (429). */
-export function admit(
+export async function admit(
   headers: IncomingHttpHeaders,
   settings: AdmitSettings,
-  budgets: TokenBudgets,
+  budgets: BudgetStore,
   nowMs: number,
-): Admission {
+): Promise<Admission> {
   const client = parseClientHeaders(headers);
   const agentId = authenticate(headers, client.agentId, settings.apiKeys);
   const budgetKey = agentId ?? (settings.budgetAnonymous ? ANONYMOUS : undefined);
+  let reservedTokens = 0;
   if (budgetKey !== undefined) {
-    const decision = budgets.check(budgetKey, nowMs);
-    if (!decision.allowed) {
+    const decision = await budgets.admit(budgetKey, 0, nowMs);
+    if (decision.allowed) {
+      reservedTokens = decision.reservedTokens;
+    } else {
       throw new GatewayError(
         "budget_exceeded",
         `agent '${budgetKey}' used ${decision.used} of its ${decision.budget} tokens in the budget window`,
@@ -42,11 +47,16 @@ export function admit(
       );
     }
   }
-  return { client, agentId, budgetKey };
+  return { client, agentId, budgetKey, reservedTokens };
 }
 
 /** Charges what the engine reported the request used to the admitted budget (the last stage). */
-export function settle(admission: Admission, budgets: TokenBudgets, usage: TokenUsage, nowMs: number): void {
+export function settle(admission: Admission, budgets: BudgetStore, usage: TokenUsage, nowMs: number): void {
   if (admission.budgetKey === undefined) return;
-  budgets.charge(admission.budgetKey, usage.promptTokens + usage.completionTokens, nowMs);
+  budgets.settle(
+    admission.budgetKey,
+    admission.reservedTokens,
+    usage.promptTokens + usage.completionTokens,
+    nowMs,
+  );
 }

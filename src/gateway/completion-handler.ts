@@ -20,7 +20,7 @@ export async function handleCompletion(
   ctx: RequestContext,
 ): Promise<void> {
   const { settings } = rt;
-  const admission = admit(
+  const admission = await admit(
     req.headers,
     { apiKeys: settings.apiKeys, budgetAnonymous: settings.config.admission.budget_anonymous },
     rt.budgets,
@@ -33,6 +33,10 @@ export async function handleCompletion(
   const request = parseCompletionRequest(raw, endpoint);
   if (settings.config.server.log_prompts) ctx.prompt = lastMessageText(request);
 
+  // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
+  if (rt.sharedBindings !== undefined && admission.client.sessionId !== undefined) {
+    await rt.sharedBindings.prepare(admission.client.sessionId);
+  }
   const { tier } = routeTier(admission.client, request, rt.registry, rt.scheduler, settings.tiers);
   ctx.tier = tier;
 

@@ -6,8 +6,14 @@ import { pino, type Logger } from "pino";
 import { createBalancer } from "../affinity/balancers.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
+import { RedisBindings } from "../affinity/redis-bindings.js";
+import { ReplicatedBindings } from "../affinity/replicated-bindings.js";
+import type { BindingStore } from "../affinity/binding-store.js";
 import { BackendSlots } from "../admission/backend-slots.js";
+import type { BudgetStore } from "../admission/budget-store.js";
+import { RedisBudgetStore } from "../admission/redis-budget-store.js";
 import { TokenBudgets, type BudgetSettings } from "../admission/token-budgets.js";
+import { RedisLink } from "../store/redis-link.js";
 import { missingApiKeyEnv } from "../backends/backend.js";
 import { ConfigError } from "../config/load.js";
 import { EngineLoadPoller, type LoadPollSettings } from "../backends/engine-load-poller.js";
@@ -83,6 +89,16 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
   };
 }
 
+/** The budget store the config names: this process's own, or the replicas' shared one in Redis. */
+function createBudgetStore(config: GatewayConfig, metrics: GatewayMetrics, logger: Logger): BudgetStore {
+  const store = config.admission.store;
+  if (store.kind === "memory") return new TokenBudgets(budgetSettings(config));
+  return new RedisBudgetStore(budgetSettings(config), {
+    keyPrefix: store.key_prefix,
+    link: { url: store.url, timeoutMs: store.timeout_ms, logger, health: metrics.budgetStore },
+  });
+}
+
 function thresholdsOf(config: GatewayConfig): { failuresToMarkDown: number; successesToMarkUp: number } {
   return {
     failuresToMarkDown: config.health.failures_to_mark_down,
@@ -120,6 +136,7 @@ export class Gateway {
     this.random = random;
     const store = new StickyTable(config.affinity.max_bindings, options.bindingHashKey ?? randomHashKey());
     this.store = store;
+    let sharedBindings: ReplicatedBindings | undefined;
     const metrics = new GatewayMetrics({
       backends: () =>
         [...registry.all()].map((b) => ({
@@ -132,11 +149,33 @@ export class Gateway {
         })),
       queueDepth: () => slots.depth,
     });
+    const storeConfig = config.affinity.store;
+    if (storeConfig.kind === "redis") {
+      const link = new RedisLink({
+        url: storeConfig.url,
+        timeoutMs: storeConfig.timeout_ms,
+        name: "bindings",
+        logger,
+        health: metrics.bindingStore,
+      });
+      sharedBindings = new ReplicatedBindings({
+        local: store,
+        remote: new RedisBindings(link, storeConfig.key_prefix, config.affinity.sticky_ttl_seconds * 1000),
+        recorder: metrics,
+        tierOf: (backendId) => registry.get(backendId)?.tier,
+        nowMs: () => clock.nowMs(),
+      });
+    }
+    const schedulerStore: BindingStore = sharedBindings ?? store;
     const scheduler = new AffinityScheduler({
-      store: this.store,
+      store: schedulerStore,
       clock,
       balancer: createBalancer(config.affinity.balancer, random),
-      recorder: metrics,
+      // With a shared store, broken bindings are counted by the replica whose script broke them.
+      recorder:
+        sharedBindings === undefined
+          ? metrics
+          : { hit: (tier) => metrics.hit(tier), miss: (tier) => metrics.miss(tier), broken: () => undefined },
       stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
       rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
     });
@@ -168,7 +207,8 @@ export class Gateway {
         firstToken: (tier, seconds) => metrics.firstToken(tier, seconds),
       },
       outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
-      budgets: new TokenBudgets(budgetSettings(config)),
+      budgets: createBudgetStore(config, metrics, logger),
+      sharedBindings,
       settings: deriveSettings(config, registry.tiers()),
     };
     this.runtime = runtime;
@@ -254,6 +294,7 @@ export class Gateway {
       config.affinity.rebalance_on_backend_recovery,
       createBalancer(config.affinity.balancer, this.random),
     );
+    rt.sharedBindings?.configure(config.affinity.sticky_ttl_seconds * 1000);
     rt.slots.configure({
       maxQueueSize: config.admission.max_queue_size,
       queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
@@ -264,11 +305,21 @@ export class Gateway {
     });
     this.loadPoller.configure(loadPollSettings(config));
     const budgets = budgetSettings(config);
+    const previousStores = rt.settings.config;
+    if (
+      JSON.stringify(previousStores.admission.store) !== JSON.stringify(config.admission.store) ||
+      JSON.stringify(previousStores.affinity.store) !== JSON.stringify(config.affinity.store)
+    ) {
+      changed.push("affinity.store/admission.store changed: takes effect at the next restart");
+    }
     if (rt.budgets.accepts(budgets)) {
       rt.budgets.configure(budgets);
-    } else {
+    } else if (previousStores.admission.store.kind === "memory") {
       rt.budgets = new TokenBudgets(budgets);
       changed.push("budget window or max_agents changed: budget usage starts afresh");
+    } else {
+      rt.budgets.configure(budgets);
+      changed.push("budget window changed: shared usage is read in the new window's buckets");
     }
     for (const backend of rt.registry.all()) rt.slots.pump(backend);
     this.server.maxConnections = config.server.max_connections;
@@ -323,6 +374,10 @@ export class Gateway {
     await this.health.stop();
     await this.loadPoller.stop();
     await this.runtime.pools.close();
+    await this.runtime.sharedBindings?.flush();
+    await this.runtime.sharedBindings?.close();
+    await this.runtime.budgets.flush();
+    await this.runtime.budgets.close();
     await closed;
   }
 }

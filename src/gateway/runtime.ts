@@ -2,7 +2,8 @@
 import type { Logger } from "pino";
 import type { AffinityScheduler } from "../affinity/scheduler.js";
 import type { BackendSlots } from "../admission/backend-slots.js";
-import type { TokenBudgets } from "../admission/token-budgets.js";
+import type { BudgetStore } from "../admission/budget-store.js";
+import type { ReplicatedBindings } from "../affinity/replicated-bindings.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import type { GatewayConfig } from "../config/schema.js";
@@ -40,6 +41,8 @@ export interface GatewayRuntime {
   readonly attemptEnv: AttemptEnv;
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
-  budgets: TokenBudgets;
+  budgets: BudgetStore;
+  /** Set when bindings are shared (affinity.store kind redis): loads a session's binding before routing. */
+  readonly sharedBindings: ReplicatedBindings | undefined;
   settings: RuntimeSettings;
 }

@@ -47,12 +47,26 @@ const READY_TIMEOUT_MS = 20_000;
 function spawnOn(path: string, port: number): Promise<ChildProcess> {
   const child = spawn(
     path,
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "notice"],
+    [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--loglevel",
+      "notice",
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   return new Promise((resolve, reject) => {
     let output = "";
-    const timer = setTimeout(() => fail(new Error(`redis-server not ready after ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(new Error(`redis-server not ready after ${READY_TIMEOUT_MS} ms`)),
+      READY_TIMEOUT_MS,
+    );
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8");
       if (output.includes("Ready to accept connections")) done();
