@@ -82,7 +82,7 @@ interface PendingCharge {
 }
 
 export interface RedisBudgetStoreOptions {
-  link: Omit<RedisLinkOptions, "name">;
+  link: Omit<RedisLinkOptions, "name" | "scripts">;
   keyPrefix: string;
 }
 
@@ -97,7 +97,7 @@ export class RedisBudgetStore implements BudgetStore {
     private readonly options: RedisBudgetStoreOptions,
   ) {
     this.local = new TokenBudgets(settings);
-    this.link = new RedisLink({ ...options.link, name: "budgets" });
+    this.link = new RedisLink({ ...options.link, name: "budgets", scripts: [ADMIT, ADD, USED] });
     this.link.onReady(() => this.replay());
   }
 

@@ -104,6 +104,9 @@ return count
   1,
 );
 
+/** Loaded by the link on every connect. */
+export const BINDING_SCRIPTS: readonly LuaScript[] = [LOOKUP, WRITE, BREAK, BREAK_BACKEND];
+
 /** What Redis knows of a session. */
 export type RemoteBinding =
   | { state: "absent" }

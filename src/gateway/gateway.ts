@@ -6,7 +6,7 @@ import { pino, type Logger } from "pino";
 import { createBalancer } from "../affinity/balancers.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
-import { RedisBindings } from "../affinity/redis-bindings.js";
+import { BINDING_SCRIPTS, RedisBindings } from "../affinity/redis-bindings.js";
 import { ReplicatedBindings } from "../affinity/replicated-bindings.js";
 import type { BindingStore } from "../affinity/binding-store.js";
 import { BackendSlots } from "../admission/backend-slots.js";
@@ -155,6 +155,7 @@ export class Gateway {
         url: storeConfig.url,
         timeoutMs: storeConfig.timeout_ms,
         name: "bindings",
+        scripts: BINDING_SCRIPTS,
         logger,
         health: metrics.bindingStore,
       });

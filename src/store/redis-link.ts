@@ -17,6 +17,12 @@ export interface RedisLinkOptions {
   timeoutMs: number;
   /** For the log lines: which store this link serves. */
   name: string;
+  /**
+   * Loaded on every (re)connect before the link counts as up, so EVALSHA never meets NOSCRIPT in normal
+   * operation: the EVAL fallback would answer a round trip late, after commands sent behind it, and
+   * write-backs must land in the order they were sent.
+   */
+  scripts: readonly LuaScript[];
   logger: { warn(fields: object, message: string): void; info(fields: object, message: string): void };
   health: StoreHealthSink;
 }
@@ -52,7 +58,7 @@ export class RedisLink {
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS),
       lazyConnect: false,
     });
-    this.client.on("ready", () => this.recovered());
+    this.client.on("ready", () => void this.loadScriptsThenRecover());
     // Without a listener ioredis would print every failed reconnect; the outage is logged once instead.
     this.client.on("error", (err: Error) => this.failed(err));
     this.client.on("close", () => {
@@ -104,17 +110,21 @@ export class RedisLink {
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
   }
 
-  /** Resolves once connected (or after `timeoutMs`, connected or not): startup need not wait for Redis. */
+  /** Resolves once connected and usable (or after `timeoutMs`, false): startup need not wait for Redis. */
   async connected(timeoutMs: number): Promise<boolean> {
-    if (this.client.status === "ready") return true;
+    if (this.healthy) return true;
     let timer: NodeJS.Timeout | undefined;
+    let listener: (() => void) | undefined;
     try {
       return await new Promise<boolean>((resolve) => {
-        this.client.once("ready", () => resolve(true));
+        listener = () => resolve(true);
+        this.readyListeners.push(listener);
         timer = setTimeout(() => resolve(false), timeoutMs);
       });
     } finally {
       clearTimeout(timer);
+      const at = listener === undefined ? -1 : this.readyListeners.indexOf(listener);
+      if (at >= 0) this.readyListeners.splice(at, 1);
     }
   }
 
@@ -156,6 +166,16 @@ export class RedisLink {
       );
     }
     this.setHealthy(false);
+  }
+
+  private async loadScriptsThenRecover(): Promise<void> {
+    try {
+      await Promise.all(this.options.scripts.map((script) => this.client.script("LOAD", script.source)));
+    } catch (err) {
+      this.failed(err instanceof Error ? err : new Error(String(err)));
+      return; // the next reconnect (or a call that succeeds) tries again
+    }
+    this.recovered();
   }
 
   /** Connected again, or answering again after a slow spell: replay what waited (the listeners' job). */

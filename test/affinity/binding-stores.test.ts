@@ -1,7 +1,7 @@
 // One contract every binding store passes across replicas (memory: one process's table; redis: one per replica).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBalancer } from "../../src/affinity/balancers.js";
-import { RedisBindings } from "../../src/affinity/redis-bindings.js";
+import { BINDING_SCRIPTS, RedisBindings } from "../../src/affinity/redis-bindings.js";
 import { ReplicatedBindings } from "../../src/affinity/replicated-bindings.js";
 import { hashSession, rendezvousRanking } from "../../src/affinity/rendezvous.js";
 import { AffinityScheduler } from "../../src/affinity/scheduler.js";
@@ -85,6 +85,7 @@ function redisFleet(n: number): Fleet {
       url: redis!.url,
       timeoutMs: 500,
       name: "bindings",
+      scripts: BINDING_SCRIPTS,
       logger: quietLogger,
       health: { up: () => undefined, error: () => undefined },
     });
