@@ -69,13 +69,21 @@ export class BackendRegistry {
   }
 
   recordOutcome(backend: Backend, ok: boolean, cause: HealthTransition["cause"]): void {
+    if (backend.awaitingFirstProbe) {
+      if (!ok || cause !== "probe") return;
+      backend.awaitingFirstProbe = false;
+      if (backend.state !== "down")
+        for (const listener of [...this.listeners]) listener({ backend, to: "up", cause });
+      return;
+    }
     const to = ok ? backend.health.recordSuccess() : backend.health.recordFailure();
     if (to === undefined) return;
     for (const listener of [...this.listeners]) listener({ backend, to, cause });
   }
 
   /**
-   * Applies a reloaded backend list: new ids are added (up, taking new sessions), kept ids are updated in
+   * Applies a reloaded backend list: new ids are added (down until their first probe succeeds, then taking
+   * new sessions), kept ids are updated in
    * place, and the removed backends are returned so the caller can treat them like an engine going down.
    * A kept id that changes tier is handled as a removal plus an addition.
    */
@@ -94,7 +102,9 @@ export class BackendRegistry {
         existing.health.setThresholds(thresholds);
         this.byId.set(config.id, existing);
       } else {
-        this.byId.set(config.id, new Backend(config, thresholds));
+        const added = new Backend(config, thresholds);
+        added.awaitingFirstProbe = true;
+        this.byId.set(config.id, added);
       }
     }
     this.reindex();
