@@ -17,11 +17,12 @@ import { RedisLink } from "../store/redis-link.js";
 import { missingApiKeyEnv } from "../backends/backend.js";
 import { ConfigError } from "../config/load.js";
 import { EngineLoadPoller, type LoadPollSettings } from "../backends/engine-load-poller.js";
+import { DnsDiscovery, dnsLookup, type EngineLookup } from "../backends/dns-discovery.js";
 import { HealthChecker } from "../backends/health-checker.js";
 import { BackendRegistry } from "../backends/registry.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
-import type { GatewayConfig } from "../config/schema.js";
+import type { BackendConfig, GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { resolveTierSettings } from "../routing/tier-router.js";
 import { AttemptTracker } from "./attempt-tracker.js";
@@ -38,6 +39,8 @@ export interface GatewayOptions {
   loadConfig?: () => Promise<GatewayConfig>;
   /** Overrides config.server for tests: listen on this host/port (0 = OS-assigned). */
   listen?: { host: string; port: number };
+  /** How `discovery` entries are resolved (node's DNS resolver by default). */
+  discoveryLookup?: EngineLookup;
   /** The sticky table's secret hash key (two 32-bit words); a fresh random one per process by default. */
   bindingHashKey?: readonly [number, number];
 }
@@ -111,6 +114,8 @@ export class Gateway {
   private readonly server: Server;
   private readonly health: HealthChecker;
   private readonly loadPoller: EngineLoadPoller;
+  private readonly discovery: DnsDiscovery;
+  private discoveredIds = new Set<string>();
   private readonly store: StickyTable;
   private readonly random: Random;
   private readonly sweepTimer: NodeJS.Timeout;
@@ -230,6 +235,19 @@ export class Gateway {
       }
     });
 
+    this.discovery = new DnsDiscovery(config.discovery, {
+      lookup: options.discoveryLookup ?? dnsLookup(config.health.probe_timeout_seconds * 1000),
+      onChange: () => {
+        const changed = this.applyBackends(this.runtime.settings.config);
+        logger.info({ changed }, "discovered engines changed");
+      },
+      onError: (entry, err) =>
+        logger.warn(
+          { name: entry.name, err: err instanceof Error ? err.message : String(err) },
+          "discovery lookup failed: keeping the engines it found last",
+        ),
+    });
+
     this.server = createGatewayServer(this.runtime, {
       accepting: () => this.accepting,
       reload: () => this.reloadFromSource(),
@@ -247,6 +265,7 @@ export class Gateway {
 
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
     const gateway = new Gateway(config, options);
+    await gateway.discovery.start();
     await gateway.listen(options.listen ?? { host: config.server.host, port: config.server.port });
     gateway.health.start();
     gateway.loadPoller.start();
@@ -280,16 +299,8 @@ export class Gateway {
   reload(config: GatewayConfig): { changed: string[] } {
     checkEnvironment(config, "reloaded config");
     const rt = this.runtime;
-    const changed: string[] = [];
-    const removed = rt.registry.reconfigure(config.backends, thresholdsOf(config));
-    for (const backend of removed) {
-      // A backend that left the config is handled like an engine going down.
-      const broken = rt.scheduler.onBackendDown(backend.id, backend.tier);
-      rt.slots.rejectWaiters(backend.id, "backend removed from config");
-      rt.attempts.abandon(backend.id, "backend removed from config");
-      rt.pools.drop(backend.id);
-      changed.push(`removed backend ${backend.id} (${broken} bindings broken)`);
-    }
+    const changed = this.applyBackends(config);
+    void this.discovery.configure(config.discovery);
     rt.scheduler.configure(
       config.affinity.sticky_ttl_seconds,
       config.affinity.rebalance_on_backend_recovery,
@@ -335,6 +346,39 @@ export class Gateway {
     return { changed };
   }
 
+  /**
+   * Makes the registry hold the config's static backends plus the discovered ones. A backend that left
+   * (the file, or DNS) is handled like an engine going down; one that arrived takes traffic only after its
+   * first probe succeeds (the registry keeps it down until then).
+   */
+  private applyBackends(config: GatewayConfig): string[] {
+    const rt = this.runtime;
+    const changed: string[] = [];
+    const ids = new Set(config.backends.map((b) => b.id));
+    const discovered = this.discovery.backends().filter((b) => !ids.has(b.id));
+    const wanted: BackendConfig[] = [...config.backends, ...discovered];
+    const removed = rt.registry.reconfigure(wanted, thresholdsOf(config));
+    for (const backend of removed) {
+      const reason = this.discoveredIds.has(backend.id)
+        ? "backend left discovery"
+        : "backend removed from config";
+      const broken = rt.scheduler.onBackendDown(backend.id, backend.tier);
+      rt.slots.rejectWaiters(backend.id, reason);
+      rt.attempts.abandon(backend.id, reason);
+      rt.pools.drop(backend.id);
+      changed.push(`removed backend ${backend.id} (${broken} bindings broken)`);
+    }
+    this.health.configure({
+      intervalMs: config.health.probe_interval_seconds * 1000,
+      timeoutMs: config.health.probe_timeout_seconds * 1000,
+    });
+    this.discoveredIds = new Set(discovered.map((b) => b.id));
+    for (const backend of rt.registry.all()) rt.slots.pump(backend);
+    rt.metrics.initTiers(rt.registry.tiers());
+    rt.settings = deriveSettings(rt.settings.config, rt.registry.tiers());
+    return changed;
+  }
+
   private async reloadFromSource(): Promise<{ changed: string[] }> {
     if (this.options.loadConfig === undefined)
       throw new Error("this gateway was started without a config file");
@@ -372,6 +416,7 @@ export class Gateway {
     }
     this.server.closeAllConnections();
     clearInterval(this.sweepTimer);
+    this.discovery.stop();
     await this.health.stop();
     await this.loadPoller.stop();
     await this.runtime.pools.close();
