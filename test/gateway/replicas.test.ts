@@ -192,4 +192,41 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
     }
     expect(keptEngine).toBeGreaterThan(0);
   }, 60_000);
+
+  it("holds an agent's token budget across replicas (admission.store redis), not once per replica", async () => {
+    const budgetStore = {
+      kind: "redis",
+      url: redis!.url,
+      timeout_ms: 200,
+      key_prefix: `bud${prefixCounter++}:`,
+    };
+    fleet = await startReplicas(ENGINES, 3, {
+      ...overrides("redis"),
+      admission: { default_token_budget: 200, store: budgetStore },
+    });
+    const f = fleet;
+    let served = 0;
+    let refused = 0;
+    let tokens = 0;
+    for (let i = 0; i < 60 && refused === 0; i++) {
+      const response = await chat(f.replicas[i % 3]!.url, {
+        session: `budget-${i}`,
+        maxTokens: 8,
+        headers: { "x-agent-id": "shared-agent" },
+      });
+      if (response.status === 200) {
+        served++;
+        const usage = response.json["usage"] as { total_tokens: number };
+        tokens += usage.total_tokens;
+        for (const replica of f.replicas) await replica.runtime.budgets.flush();
+      } else {
+        expect(response.status).toBe(429);
+        refused++;
+      }
+    }
+    // Refused as soon as the agent's usage over all replicas reached its one budget.
+    expect(refused).toBe(1);
+    expect(tokens).toBeGreaterThanOrEqual(200);
+    expect(tokens - 200).toBeLessThan(tokens / served + 1);
+  }, 60_000);
 });
