@@ -34,7 +34,11 @@ export async function handleCompletion(
   if (settings.config.server.log_prompts) ctx.prompt = lastMessageText(request);
 
   // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
-  if (rt.sharedBindings !== undefined && admission.client.sessionId !== undefined) {
+  if (
+    rt.sharedBindings !== undefined &&
+    admission.client.sessionId !== undefined &&
+    rt.scheduler.affinityEnabled
+  ) {
     await rt.sharedBindings.prepare(admission.client.sessionId);
   }
   const { tier } = routeTier(admission.client, request, rt.registry, rt.scheduler, settings.tiers);
