@@ -1,6 +1,7 @@
 // The gateway's configuration schema: the only source of config types, defaults and validation messages.
 import { z } from "zod";
 import { BALANCER_NAMES } from "../affinity/balancers.js";
+import { SESSIONLESS_MODES } from "../affinity/scheduler.js";
 import { tracingSchema } from "../tracing/config.js";
 import { bindingStoreSchema, budgetStoreSchema, discoverySchema } from "./shared-state.js";
 
@@ -120,10 +121,31 @@ const admissionSchema = z.strictObject({
   store: budgetStoreSchema,
 });
 
+/** The LLM tier classifier: asked when the rules do not decide an `auto` request (off by default). */
+const classifierSchema = z.strictObject({
+  enabled: z.boolean({ error: "must be true or false" }).default(false),
+  /** The tier whose engines answer it; unset: the default tier (usually small). */
+  tier: identifier("a tier name").optional(),
+  /** The tiers it chooses between; unset: routing's default and long-prompt tiers (all tiers if no such pair). */
+  tiers: z.array(identifier("a tier name"), { error: "must be a list of tier names" }).min(1).optional(),
+  /** The model asked; unset: the model of that tier's first backend. */
+  model: z.string({ error: "must be a model id" }).min(1, { error: "must be a model id" }).optional(),
+  /** The system prompt; unset: a built-in one that lists the tiers. */
+  prompt: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }).optional(),
+  /** Longest a request waits for the verdict before the rules' default stands. */
+  timeout_ms: positiveInt("a positive integer").default(1500),
+  /** How long a verdict is reused for the same question; unset: routing.classifier_cache_ttl_seconds. */
+  cache_ttl_seconds: nonNegativeNumber("a non-negative number").optional(),
+  /** Cap of the verdict cache (least recently used forgotten first). */
+  max_entries: positiveInt("a positive integer").default(10_000),
+});
+
 const routingSchema = z.strictObject({
   /** Combined prompt length (characters) at or above which `auto` picks the big tier. */
   prompt_length_threshold: positiveInt("a positive integer").default(2000),
+  /** The original's key: the classifier's cache TTL when routing.classifier.cache_ttl_seconds is unset. */
   classifier_cache_ttl_seconds: nonNegativeNumber("a non-negative number").default(300),
+  classifier: classifierSchema.prefault({}),
   tool_followup_stays_same_tier: z.boolean({ error: "must be true or false" }).default(true),
   /** Tier `auto` picks for ordinary prompts; unset: "small" if such a tier exists, else the first tier listed. */
   default_tier: identifier("a tier name").optional(),
@@ -143,8 +165,31 @@ const affinitySchema = z.strictObject({
   balancer: z
     .enum(BALANCER_NAMES, { error: `must be one of ${BALANCER_NAMES.join(", ")}` })
     .default("least_inflight"),
+  /**
+   * Bounded-load factor c: a new (or rebinding) session, a spill or a prefix placement goes to the first
+   * backend of its rendezvous ranking whose load stays at most ceil(c x its share of the tier's load);
+   * 0 turns the bound and spilling off (plain rendezvous). docs/affinity.md.
+   */
+  load_factor: z
+    .number({ error: "must be 0 (off) or a number >= 1" })
+    .refine((value) => value === 0 || (value >= 1 && Number.isFinite(value)), {
+      error: "must be 0 (off) or a number >= 1",
+    })
+    .default(1.25),
+  /** Requests without a session id: `prefix` ranks by the prompt's shared leading part, `balancer` as before. */
+  sessionless: z
+    .enum(SESSIONLESS_MODES, { error: `must be one of ${SESSIONLESS_MODES.join(", ")}` })
+    .default("prefix"),
   /** Where bindings live: `{kind: memory}` (per process) or `{kind: redis, ...}` (shared by replicas). */
   store: bindingStoreSchema,
+});
+
+/** The Responses API: which engine stores each response, so that `previous_response_id` finds it again. */
+const responsesSchema = z.strictObject({
+  /** How long the gateway remembers a response's engine after its last use. */
+  ttl_seconds: positiveNumber("a positive number").default(86_400),
+  /** Cap of that table (least recently used forgotten first). */
+  max_entries: positiveInt("a positive integer").max(100_000_000).default(1_000_000),
 });
 
 const healthSchema = z.strictObject({
@@ -181,6 +226,7 @@ export const gatewayConfigSchema = z
     affinity: section(affinitySchema.prefault({})),
     health: section(healthSchema.prefault({})),
     upstream: section(upstreamSchema.prefault({})),
+    responses: section(responsesSchema.prefault({})),
     discovery: discoverySchema,
   })
   .superRefine((config, ctx) => {
@@ -212,12 +258,20 @@ export const gatewayConfigSchema = z
       }
     });
     const tiers = new Set([...config.backends.map((b) => b.tier), ...config.discovery.map((d) => d.tier)]);
-    for (const key of ["default_tier", "long_prompt_tier"] as const) {
-      const tier = config.routing[key];
+    const tierKeys: [string[], string | undefined][] = [
+      [["routing", "default_tier"], config.routing.default_tier],
+      [["routing", "long_prompt_tier"], config.routing.long_prompt_tier],
+      [["routing", "classifier", "tier"], config.routing.classifier.tier],
+      ...(config.routing.classifier.tiers ?? []).map((tier, i): [string[], string] => [
+        ["routing", "classifier", "tiers", String(i)],
+        tier,
+      ]),
+    ];
+    for (const [path, tier] of tierKeys) {
       if (tier !== undefined && !tiers.has(tier)) {
         ctx.addIssue({
           code: "custom",
-          path: ["routing", key],
+          path,
           message: `names tier '${tier}', which no backend has (tiers: ${[...tiers].join(", ")})`,
         });
       }

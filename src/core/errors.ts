@@ -15,6 +15,8 @@ const CODES = {
   tier_not_found: { status: 404, type: "not_found_error" },
   session_not_found: { status: 404, type: "not_found_error" },
   backend_not_found: { status: 404, type: "not_found_error" },
+  response_not_found: { status: 404, type: "not_found_error" },
+  response_lost: { status: 404, type: "not_found_error" }, // its engine, which kept it in memory, is gone
   method_not_allowed: { status: 405, type: "invalid_request_error" },
   request_timeout: { status: 408, type: "invalid_request_error" },
   body_too_large: { status: 413, type: "invalid_request_error" },

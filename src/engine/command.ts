@@ -16,8 +16,9 @@ const HELP = `usage: agent-serve engine [flags]
        agent-serve engine make-model FILE [--size NAME] [--seed N]
 
 Runs a real OpenAI-compatible engine: llama.cpp on the CPU (through the optional package node-llama-cpp),
-chat completions streaming and not, /v1/models, /health and vLLM-named /metrics. Its slots keep their KV state
-between requests and reuse the longest common prefix of the next prompt; usage reports it as cached_tokens.
+chat and text completions (/v1/chat/completions, /v1/completions) streaming and not, /v1/models, /health and
+vLLM-named /metrics. Its slots keep their KV state between requests and reuse the longest common prefix of the
+next prompt; usage reports it as cached_tokens.
 Without --model it serves a generated LLaMA-architecture model with random weights and GPT-2's vocabulary
 (made on first use in ${defaultModelPath()} and the like): the text is meaningless, the compute and the
 caching are real.

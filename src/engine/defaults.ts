@@ -17,6 +17,8 @@ export const ENGINE_DEFAULTS = {
   threads: (): number => availableParallelism(),
   /** Completion length when the request names none (vLLM's default is the rest of the context). */
   maxTokens: 256,
+  /** Completion length of a /v1/completions request that names none: vLLM's (and OpenAI's) default there. */
+  completionMaxTokens: 16,
   /** Greedy unless the request sets a temperature: the same prompt always gives the same reply. */
   temperature: 0,
   maxRequestBodyBytes: 64 * 1024 * 1024,

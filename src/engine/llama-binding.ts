@@ -15,6 +15,8 @@ export interface LlamaSequence {
   readonly nextTokenIndex: number;
   /** The tokens whose KV state the sequence holds. */
   readonly contextTokens: readonly number[];
+  /** Tokens decoded into this sequence so far; those whose logits were read count as output. */
+  readonly tokenMeter: { readonly usedInputTokens: number; readonly usedOutputTokens: number };
   eraseContextTokenRanges(ranges: { start: number; end: number }[]): Promise<void>;
   /** Evaluates `tokens` after the cached state, then yields one sampled token per iteration. */
   evaluate(

@@ -40,11 +40,19 @@ export interface GenerationResult {
 }
 
 class Slot {
+  /** Leading state tokens that came from the last request's prompt; the rest of the state it generated. */
+  sentTokenCount = 0;
+
   constructor(readonly sequence: LlamaSequence) {}
 
   get contextTokens(): readonly number[] {
     return this.sequence.contextTokens;
   }
+}
+
+/** Tokens llama.cpp has decoded into a sequence so far (node-llama-cpp counts those with logits as "output"). */
+function decodedTokens(sequence: LlamaSequence): number {
+  return sequence.tokenMeter.usedInputTokens + sequence.tokenMeter.usedOutputTokens;
 }
 
 /** Text decoded so far minus an unfinished multi-byte character at its end (U+FFFD from a partial token). */
@@ -91,10 +99,16 @@ export class LlamaEngine {
     try {
       const sequence = slot.sequence;
       // At least one prompt token is evaluated: its logits give the first reply token.
-      const cachedTokens = Math.min(commonPrefix, prompt.length - 1);
-      if (sequence.nextTokenIndex > cachedTokens) {
-        await sequence.eraseContextTokenRanges([{ start: cachedTokens, end: sequence.nextTokenIndex }]);
+      const keptTokens = Math.min(commonPrefix, prompt.length - 1);
+      const decodedBefore = decodedTokens(sequence);
+      // Truncate the state to the common prefix; only the rest of the prompt is evaluated after it.
+      if (sequence.nextTokenIndex > keptTokens) {
+        await sequence.eraseContextTokenRanges([{ start: keptTokens, end: sequence.nextTokenIndex }]);
       }
+      slot.sentTokenCount = prompt.length;
+      // What the prompt cost, measured rather than planned: where llama.cpp cannot cut a sequence's KV cells,
+      // node-llama-cpp silently evaluates the kept tokens again, and then they were not cached.
+      let cachedTokens = keptTokens;
       const tokens: number[] = [];
       let sent = "";
       let finishReason: GenerationResult["finishReason"] = "length";
@@ -105,7 +119,10 @@ export class LlamaEngine {
         ...(sampling.topK === undefined ? {} : { topK: sampling.topK }),
         ...(sampling.seed === undefined ? {} : { seed: sampling.seed }),
       })) {
-        if (tokens.length === 0) params.onFirstToken?.(cachedTokens);
+        if (tokens.length === 0) {
+          cachedTokens = Math.max(0, prompt.length - (decodedTokens(sequence) - decodedBefore));
+          params.onFirstToken?.(cachedTokens);
+        }
         if (signal.aborted) {
           finishReason = "abort";
           break;

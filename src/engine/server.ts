@@ -1,4 +1,4 @@
-// The real engine's HTTP surface: vLLM's OpenAI-compatible chat completions, /v1/models, /metrics and /health.
+// The real engine's HTTP surface: vLLM's OpenAI-compatible chat and text completions, /v1/models, /metrics, /health.
 //
 // Request validation, error envelopes and response shapes are the simulator's (src/sim), which follow vLLM: the
 // gateway and its clients cannot tell the two engines apart by their answers, only by their timings.
@@ -9,11 +9,18 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { readJsonBody } from "../sim/http-body.js";
-import { badRequest, sendError, sendRouteError, SimRequestError } from "../sim/errors.js";
-import { chatCompletionBody, SSE_DONE, SseChunks, usage, type Usage } from "../sim/openai-shapes.js";
-import { parseChatRequest } from "../sim/request-parser.js";
+import { sendError, sendRouteError, SimRequestError } from "../sim/errors.js";
+import {
+  chatCompletionBody,
+  completionBody,
+  SSE_DONE,
+  SseChunks,
+  usage,
+  type Usage,
+} from "../sim/openai-shapes.js";
 import { ENGINE_DEFAULTS } from "./defaults.js";
-import type { LlamaEngine, Sampling } from "./llama-engine.js";
+import type { LlamaEngine } from "./llama-engine.js";
+import { parseEngineRequest, type Endpoint } from "./requests.js";
 import type { EngineMetrics } from "./metrics.js";
 
 /** What the server has seen, as the handle's stats() reports it: the same counters as the simulator's. */
@@ -26,14 +33,10 @@ const ROUTES = new Map<string, readonly string[]>([
   ["/metrics", ["GET"]],
   ["/v1/models", ["GET"]],
   ["/v1/chat/completions", ["POST"]],
+  ["/v1/completions", ["POST"]],
 ]);
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
-
-function optionalNumber(body: unknown, key: string): number | undefined {
-  const value = (body as Record<string, unknown>)[key];
-  return typeof value === "number" ? value : undefined;
-}
 
 export class EngineServer {
   private readonly info: InfoSource;
@@ -96,7 +99,8 @@ export class EngineServer {
     if (!methods.includes(req.method ?? "")) return sendRouteError(res, 405);
     if (answerInfoRoute(path, res, this.info, (err: unknown) => this.fail(res, err))) return;
     this.counters.requestsReceived += 1;
-    this.handleChat(req, res).catch((err: unknown) => this.fail(res, err));
+    const endpoint: Endpoint = path === "/v1/completions" ? "completion" : "chat";
+    this.handleGenerate(req, res, endpoint).catch((err: unknown) => this.fail(res, err));
   }
 
   private fail(res: ServerResponse, err: unknown): void {
@@ -114,59 +118,30 @@ export class EngineServer {
     else sendError(res, error);
   }
 
-  private async handleChat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async handleGenerate(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint): Promise<void> {
     const arrivedMs = performance.now();
     const body = await readJsonBody(req, ENGINE_DEFAULTS.maxRequestBodyBytes);
-    const request = parseChatRequest(body);
-    if (request.model !== undefined && request.model !== this.servedModel) {
-      throw new SimRequestError(
-        `The model \`${request.model}\` does not exist.`,
-        404,
-        "NotFoundError",
-        "model",
-      );
-    }
-    if (request.n !== 1) throw badRequest("n > 1 is not supported by this engine", "n");
-    const prompt = this.engine.chat.render(request.messages, request.tools);
-    const limit = this.engine.shape.ctxSize;
-    if (prompt.length >= limit) {
-      throw badRequest(
-        `This model's maximum context length is ${limit} tokens. However, your messages resulted in ` +
-          `${prompt.length} tokens. Please reduce the length of the messages.`,
-      );
-    }
-    const maxTokens = request.maxTokens ?? Math.min(ENGINE_DEFAULTS.maxTokens, limit - prompt.length);
-    if (prompt.length + maxTokens > limit) {
-      throw badRequest(
-        `This model's maximum context length is ${limit} tokens. However, you requested ` +
-          `${prompt.length + maxTokens} tokens (${prompt.length} in the messages, ${maxTokens} in the ` +
-          `completion). Please reduce the length of the messages or completion.`,
-      );
-    }
-    const sampling: Sampling = {
-      temperature: optionalNumber(body, "temperature") ?? ENGINE_DEFAULTS.temperature,
-      ...(optionalNumber(body, "top_p") === undefined ? {} : { topP: optionalNumber(body, "top_p") }),
-      ...(optionalNumber(body, "top_k") === undefined ? {} : { topK: optionalNumber(body, "top_k") }),
-      ...(request.seed === undefined ? {} : { seed: request.seed }),
-    };
-
+    const request = parseEngineRequest(body, endpoint, this.engine, this.servedModel);
+    const { prompt } = request;
+    const chat = endpoint === "chat";
     const identity = {
-      id: `chatcmpl-${randomUUID().replaceAll("-", "")}`,
+      id: `${chat ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`,
       created: nowSeconds(),
       model: this.servedModel,
     };
-    const sse = request.stream ? new SseChunks(identity, "chat", 1) : undefined;
+    const sse = request.stream ? new SseChunks(identity, endpoint, 1) : undefined;
     if (sse) {
       res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
       res.flushHeaders();
     }
     const controller = new AbortController();
     res.on("close", () => controller.abort());
-    let started = false;
+    // A chat stream opens with the assistant's role, as vLLM sends it with the first token; a text stream does not.
+    let opened = !chat;
     const generation = this.engine.generate({
       prompt,
-      maxTokens,
-      sampling,
+      maxTokens: request.maxTokens,
+      sampling: request.sampling,
       signal: controller.signal,
       onFirstToken: (cachedTokens) =>
         this.metrics.observePrefill(
@@ -175,8 +150,8 @@ export class EngineServer {
         ),
       onText: (text) => {
         if (!sse) return;
-        if (!started) res.write(sse.role(0));
-        started = true;
+        if (!opened) res.write(sse.role(0));
+        opened = true;
         res.write(sse.delta(0, text, null));
       },
     });
@@ -199,20 +174,17 @@ export class EngineServer {
       this.counters.cachedTokens += totals.prompt_tokens_details.cached_tokens;
       this.counters.completionTokens += totals.completion_tokens;
       if (sse) {
-        let tail = started ? "" : sse.role(0);
+        let tail = opened ? "" : sse.role(0);
         tail += sse.delta(0, "", result.finishReason);
         if (request.includeUsage) tail += sse.usage(totals);
         res.end(tail + SSE_DONE);
         return;
       }
+      const choices = [{ index: 0, text: result.text, finishReason: result.finishReason }];
       writeJson(
         res,
         200,
-        chatCompletionBody(
-          identity,
-          [{ index: 0, text: result.text, finishReason: result.finishReason }],
-          totals,
-        ),
+        chat ? chatCompletionBody(identity, choices, totals) : completionBody(identity, choices, totals),
       );
     } catch (err) {
       if (controller.signal.aborted) {

@@ -1,17 +1,28 @@
 // The engine's slots: each holds one sequence's KV state; a request takes the idle slot that serves it best.
 //
 // Like llama.cpp's server, a slot keeps its state after a request, so the next request that starts with the same
-// tokens (the next turn of the same conversation) evaluates only what comes after the common prefix. The choice:
-//   1. a slot whose whole state the prompt starts with (nothing is thrown away; an empty slot counts, reusing
-//      nothing), the one holding the most;
+// tokens (the next turn of the same conversation) evaluates only what comes after the common prefix.
+//
+// A slot's state is the prompt it was sent followed by the tokens it generated. The next turn does not always start
+// with those generated tokens: the client sends the reply back as text, and text re-tokenizes as the tokenizer
+// likes (a reply generated as " pric" "eless" comes back as " priceless"; with random weights which ids come out
+// depends on the CPU's arithmetic). So a slot counts as holding a prompt's conversation when the common prefix
+// covers what the slot was sent, whatever follows; its generated tail is not asked to match. The choice:
+//   1. a slot holding the prompt's conversation, the one sharing the most tokens with it; an empty slot counts,
+//      sharing none (so a new conversation goes to a free slot rather than over another one's history);
 //   2. otherwise the slot sharing the longest prefix with the prompt (its tail is erased).
-// Ties go to the least recently used slot. Rule 1 keeps a conversation's history from being overwritten by a new
-// conversation that only shares its system prompt while a free slot exists. When every slot is busy, requests
-// wait in arrival order.
+// Ties go to the least recently used slot. When every slot is busy, requests wait in arrival order.
+//
+// llama.cpp's server instead takes the idle slot with the longest common prefix among those where it is more than a
+// share of the slot's state (`--slot-prompt-similarity`, 0.5 in the releases checked), else the least recently used
+// slot. That also survives a re-tokenized reply, but lets a new conversation whose system prompt is most of another
+// conversation's state overwrite that history while a slot is free.
 
 export interface SlotLike {
   /** The tokens whose state the slot holds now. */
   readonly contextTokens: readonly number[];
+  /** How many leading `contextTokens` requests sent as prompt; the rest the slot generated itself. */
+  readonly sentTokenCount: number;
 }
 
 export interface Claim<S> {
@@ -20,11 +31,26 @@ export interface Claim<S> {
   commonPrefix: number;
 }
 
+/**
+ * Sent tokens at the end of a slot's prompt that a continuation may still differ in. A text prompt's last word can
+ * merge with the text appended to it: "Answer: " ends in a token " " that "Answer: Paris" spells " Paris". Chat
+ * prompts never need it (each message is tokenized on its own, and every prompt ends with the assistant header).
+ */
+export const SENT_TAIL_SLACK_TOKENS = 1;
+
 export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
   while (i < n && a[i] === b[i]) i++;
   return i;
+}
+
+/** Whether `prompt` continues the conversation whose state `slot` holds (see the file comment). */
+export function holdsConversation(slot: SlotLike, commonPrefix: number): boolean {
+  const held = slot.contextTokens.length;
+  if (held === 0) return true;
+  const sent = Math.min(slot.sentTokenCount, held);
+  return commonPrefix > 0 && commonPrefix >= sent - SENT_TAIL_SLACK_TOKENS;
 }
 
 interface Waiter<S> {
@@ -88,8 +114,8 @@ export class SlotPool<S extends SlotLike> {
     let bestKey: [number, number, number] = [-1, -1, 0];
     this.idle.forEach((slot, index) => {
       const prefix = commonPrefixLength(slot.contextTokens, prompt);
-      const keepsAll = prefix === slot.contextTokens.length ? 1 : 0;
-      const key: [number, number, number] = [keepsAll, prefix, -this.lastUsed.get(slot)!];
+      const holds = holdsConversation(slot, prefix) ? 1 : 0;
+      const key: [number, number, number] = [holds, prefix, -this.lastUsed.get(slot)!];
       if (best < 0 || compareKeys(key, bestKey) > 0) {
         best = index;
         bestKey = key;

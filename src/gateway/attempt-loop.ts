@@ -1,16 +1,20 @@
 // Stage 4 of a completion: pick a backend, take a slot, run one attempt, fail over to the next on failure.
 import type { ServerResponse } from "node:http";
-import type { AffinityScheduler } from "../affinity/scheduler.js";
+import type { AffinityScheduler, PlacementHints } from "../affinity/scheduler.js";
 import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { TierSource } from "../routing/tier-router.js";
 import { AttemptAbort } from "./attempt-abort.js";
 import { runAttempt, type AttemptEnv, type AttemptResult } from "./attempt.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
 import type { RequestContext } from "./request-context.js";
 import type { UpstreamBodies } from "./upstream-body.js";
+import { ResponsesRelay } from "./responses-relay.js";
+import { SseRelay } from "./sse-relay.js";
+import type { StreamRelay } from "./stream-relay.js";
 import { AttemptFailure } from "./upstream-failure.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 
@@ -31,11 +35,18 @@ export interface AttemptLoopDeps {
 /** One request, routed: what every attempt of it sends. */
 export interface RoutedRequest {
   tier: string;
+  tierSource: TierSource;
   sessionId: string | undefined;
   /** The engine path (`/v1/chat/completions`, ...). */
   path: string;
   bodies: UpstreamBodies;
   stream: boolean;
+  /** The Responses API: its event stream, and the response id to remember. */
+  responses: boolean;
+  /** Only this backend may answer (it stores the conversation the request continues): no failover elsewhere. */
+  onlyBackend: string | undefined;
+  /** What placement reads of the body (the prompt prefix's key, computed only if read). */
+  placement: PlacementHints;
 }
 
 /**
@@ -51,9 +62,19 @@ export async function runAttemptLoop(
 ): Promise<AttemptResult> {
   const { tier, sessionId } = request;
   const exclude = new Set<string>();
+  const createRelay = request.responses
+    ? (member: Buffer): StreamRelay => new ResponsesRelay(member)
+    : (member: Buffer): StreamRelay => new SseRelay(member, request.bodies.stripUsage);
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < deps.settings.maxAttempts) {
-    const selection = deps.scheduler.selectBackend(sessionId, tier, deps.registry.tier(tier), exclude);
+    const tierBackends = deps.registry.tier(tier);
+    // The tier's Backends are the candidates: their in-flight and queued counts are kept by BackendSlots,
+    // their engine readings by the load poller, so nothing is built per request.
+    const candidates =
+      request.onlyBackend === undefined
+        ? tierBackends
+        : tierBackends.filter((b) => b.id === request.onlyBackend);
+    const selection = deps.scheduler.selectBackend(sessionId, tier, candidates, exclude, request.placement);
     if (selection === undefined) break;
     const { backend } = selection;
     ctx.attempts++;
@@ -92,6 +113,7 @@ export async function runAttemptLoop(
           meta: {
             session_id: sessionId ?? null,
             tier,
+            tier_source: request.tierSource,
             backend_id: backend.id,
             affinity_hit: selection.affinityHit,
             reason: selection.reason,
@@ -102,7 +124,8 @@ export async function runAttemptLoop(
           abort,
           cancelled: () => ctx.cancelReason,
           startedAtMs: ctx.startedAtMs,
-          stripUsage: request.bodies.stripUsage,
+          createRelay,
+          readResponseId: request.responses,
           upstreamHeaders: backend.upstreamHeaders,
           onCommit: () => {
             committed = true;

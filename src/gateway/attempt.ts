@@ -11,7 +11,7 @@ import {
   spliceMemberIntoJson,
   type AgentServeMetadata,
 } from "./response-metadata.js";
-import { SseRelay, sseEvent } from "./sse-relay.js";
+import type { StreamRelay } from "./stream-relay.js";
 import { extractUsage, type TokenUsage } from "./usage.js";
 import { AttemptFailure, classifyUpstreamError, type AbandonReason } from "./upstream-failure.js";
 
@@ -43,8 +43,10 @@ export interface AttemptPlan {
   onCommit: () => void;
   /** When the request arrived (clock ms): time to first token is measured from here. */
   startedAtMs: number;
-  /** The gateway asked the engine for a usage chunk the client did not ask for: drop it from the stream. */
-  stripUsage: boolean;
+  /** Makes the relay of this API's event stream, given the metadata member to splice into it. */
+  createRelay: (member: Buffer) => StreamRelay;
+  /** The Responses API: read the answer's response id (the engine stores it; later turns must come back). */
+  readResponseId: boolean;
   /** Extra upstream request headers (an engine API key). */
   upstreamHeaders: Record<string, string>;
 }
@@ -57,8 +59,9 @@ export interface AttemptResult {
   usage?: TokenUsage;
   /** The stream broke mid-way because of the engine (not the client): a failure for its health. */
   engineFault?: boolean;
+  /** The Responses API: the id the engine gave the response. */
+  responseId?: string;
 }
-const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
 
 /**
  * Runs one attempt. Rejects with AttemptFailure when the engine failed before anything reached the client
@@ -77,7 +80,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private readonly chunks: Buffer[] = [];
   private committed = false;
   private settled = false;
-  private relay: SseRelay | undefined;
+  private relay: StreamRelay | undefined;
   private corked = false;
   private readonly untrack: () => void;
   private readonly firstByteTimer: NodeJS.Timeout;
@@ -151,8 +154,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.commit();
       const body = Buffer.concat(this.chunks);
       this.writeBuffered(body);
-      const usage = this.status === 200 ? extractUsage(body) : undefined;
-      this.succeed(usage === undefined ? { status: this.status } : { status: this.status, usage });
+      const result: AttemptResult = { status: this.status };
+      if (this.status === 200) {
+        const usage = extractUsage(body);
+        if (usage !== undefined) result.usage = usage;
+        const responseId = this.plan.readResponseId ? responseIdOf(body) : undefined;
+        if (responseId !== undefined) result.responseId = responseId;
+      }
+      this.succeed(result);
     } else if (!this.committed) {
       this.fail(
         new AttemptFailure(
@@ -163,10 +172,13 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       );
     } else {
       this.write(this.relay!.flush());
-      if (this.relay!.sawDone) {
+      const relay = this.relay!;
+      if (relay.complete) {
         this.res.end();
-        const usage = this.relay!.usage;
-        this.succeed(usage === undefined ? { status: 200 } : { status: 200, usage });
+        const result: AttemptResult = { status: 200 };
+        if (relay.usage !== undefined) result.usage = relay.usage;
+        if (relay.responseId !== undefined) result.responseId = relay.responseId;
+        this.succeed(result);
       } else {
         this.endStreamWithError(`backend ${this.plan.backend.id} ended the stream without [DONE]`);
       }
@@ -202,7 +214,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       "cache-control": "no-cache",
       "x-accel-buffering": "no",
     });
-    this.relay = new SseRelay(metadataMember(this.plan.meta), this.plan.stripUsage);
+    this.relay = this.plan.createRelay(metadataMember(this.plan.meta));
   }
 
   /**
@@ -243,13 +255,12 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private endStreamWithError(message: string, code = "upstream_error", engineFault = true): void {
     const relay = this.relay!;
     if (!this.res.destroyed) {
-      this.write([
-        sseEvent({ error: { message, type: "upstream_error", param: null, code } }),
-        ...(relay.sawDone ? [] : relay.push(DONE_EVENT)),
-      ]);
+      this.write(relay.errorEnding(message, code));
       this.res.end();
     }
-    this.succeed({ status: 200, streamError: message, engineFault });
+    const result: AttemptResult = { status: 200, streamError: message, engineFault };
+    if (relay.responseId !== undefined) result.responseId = relay.responseId;
+    this.succeed(result);
   }
 
   private cleanup(): void {
@@ -271,5 +282,15 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     this.settled = true;
     this.cleanup();
     this.reject(err);
+  }
+}
+
+/** The `id` of a Responses API answer (a small parse: such bodies are the size of one turn's output). */
+function responseIdOf(body: Buffer): string | undefined {
+  try {
+    const id = (JSON.parse(body.toString("utf8")) as { id?: unknown }).id;
+    return typeof id === "string" ? id : undefined;
+  } catch {
+    return undefined;
   }
 }

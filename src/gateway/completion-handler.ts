@@ -1,16 +1,22 @@
-// POST /v1/chat/completions and /v1/completions, in stages that read in order: admit -> parse -> route ->
-// attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
+// POST /v1/chat/completions, /v1/completions and /v1/responses, in stages that read in order: admit -> parse
+// -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { GatewayError } from "../core/errors.js";
 import { admit, settle } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
-import { parseCompletionRequest, type CompletionRequest, type Endpoint } from "./completion-request.js";
+import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
 import type { RequestContext } from "./request-context.js";
+import { continuedConversation, rememberResponse } from "./response-chain.js";
 import { routeTier } from "./route-tier.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { UpstreamBodies } from "./upstream-body.js";
 
-const PATHS: Record<Endpoint, string> = { chat: "/v1/chat/completions", completions: "/v1/completions" };
+const PATHS: Record<Endpoint, string> = {
+  chat: "/v1/chat/completions",
+  completions: "/v1/completions",
+  responses: "/v1/responses",
+};
 
 export async function handleCompletion(
   rt: GatewayRuntime,
@@ -26,50 +32,70 @@ export async function handleCompletion(
     rt.budgets,
     rt.clock.nowMs(),
   );
-  ctx.sessionId = admission.client.sessionId;
   ctx.agentId = admission.agentId;
 
   const raw = await readBody(req, settings.maxBodyBytes);
   const request = parseCompletionRequest(raw, endpoint);
-  if (settings.config.server.log_prompts) ctx.prompt = lastMessageText(request);
+  if (settings.config.server.log_prompts) ctx.prompt = lastTurnText(request);
 
+  // A Responses request continuing a stored response must reach the engine that stores it.
+  const conversation = continuedConversation(rt, request, admission.client.sessionId, ctx.requestId);
+  const sessionId = conversation.sessionKey;
+  ctx.sessionId = sessionId;
+  const client = { ...admission.client, sessionId };
   // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
-  if (
-    rt.sharedBindings !== undefined &&
-    admission.client.sessionId !== undefined &&
-    rt.scheduler.affinityEnabled
-  ) {
-    await rt.sharedBindings.prepare(admission.client.sessionId);
+  if (rt.sharedBindings !== undefined && sessionId !== undefined && rt.scheduler.affinityEnabled) {
+    await rt.sharedBindings.prepare(sessionId);
   }
-  const { tier } = routeTier(admission.client, request, rt.registry, rt.scheduler, settings.tiers);
+  let { tier, source: tierSource } = routeTier(client, request, rt.registry, rt.scheduler, settings.tiers);
+  if (conversation.owner !== undefined) {
+    tier = conversation.owner.tier;
+  } else if (tierSource === "auto_default" && rt.classifier !== undefined) {
+    // The rules left it open: the classifier may say otherwise (bounded by its timeout, never failing).
+    const verdict = await rt.classifier.classify(lastTurnText(request), tier);
+    if (verdict.outcome === "answered" || verdict.outcome === "cached") {
+      tier = verdict.tier;
+      tierSource = "classifier";
+    }
+  }
   ctx.tier = tier;
 
   const result = await runAttemptLoop(
     rt,
     {
       tier,
-      sessionId: admission.client.sessionId,
+      tierSource,
+      sessionId,
       path: PATHS[endpoint],
       bodies: new UpstreamBodies(raw, request),
       stream: request.stream,
+      responses: endpoint === "responses",
+      onlyBackend: conversation.owner?.id,
+      placement: request,
     },
     res,
     ctx,
-  );
+  ).catch((err: unknown) => {
+    throw conversation.owner === undefined ? err : namingTheConversation(err, request.previousResponseId!);
+  });
   ctx.status = result.status;
   ctx.streamError = result.streamError;
+  if (result.responseId !== undefined && request.store && sessionId !== undefined) {
+    rememberResponse(rt, result.responseId, ctx.backend!, sessionId);
+  }
   if (result.usage !== undefined) {
     rt.metrics.tokens(tier, result.usage);
     settle(admission, rt.budgets, result.usage, rt.clock.nowMs());
   }
 }
 
-/** The last message's text, for the log line when server.log_prompts is on. */
-function lastMessageText(request: CompletionRequest): string {
-  const messages = request.body["messages"];
-  const source = Array.isArray(messages)
-    ? (messages.at(-1) as Record<string, unknown>)["content"]
-    : request.body["prompt"];
-  const text = typeof source === "string" ? source : JSON.stringify(source ?? null);
-  return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
+/** An engine failure while continuing a stored response: say which response's engine failed (no failover). */
+function namingTheConversation(err: unknown, responseId: string): unknown {
+  if (!(err instanceof GatewayError) || (err.code !== "upstream_error" && err.code !== "upstream_timeout"))
+    return err;
+  return new GatewayError(
+    err.code,
+    `the engine that stores response '${responseId}' failed, and no other engine can continue it: ${err.message}`,
+    { param: "previous_response_id" },
+  );
 }

@@ -1,7 +1,9 @@
 // What the gateway reads from a completion request body: only the fields routing needs, validated shallowly.
+import type { Hash64 } from "../affinity/hash.js";
+import { prefixKeyOf } from "../affinity/prefix-key.js";
 import { GatewayError } from "../core/errors.js";
 
-export type Endpoint = "chat" | "completions";
+export type Endpoint = "chat" | "completions" | "responses";
 
 export interface CompletionRequest {
   endpoint: Endpoint;
@@ -14,6 +16,15 @@ export interface CompletionRequest {
   promptChars: number;
   /** The last message is a tool result or an assistant tool call: the agent loop is mid-step. */
   toolFollowup: boolean;
+  /** Responses API: the stored response this one continues (it lives in one engine's memory). */
+  previousResponseId: string | undefined;
+  /** Responses API: whether the engine keeps this response for later turns (`store`, default true). */
+  store: boolean;
+  /**
+   * Hash of the prompt's shared leading part (src/affinity/prefix-key.ts), the placement key of requests
+   * without a session id; computed on first read, so requests that never need it never pay for it.
+   */
+  readonly prefixKey: Hash64 | undefined;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -84,6 +95,8 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     toolFollowup =
       last["role"] === "tool" ||
       (last["role"] === "assistant" && Array.isArray(last["tool_calls"]) && last["tool_calls"].length > 0);
+  } else if (endpoint === "responses") {
+    ({ chars, toolFollowup } = readResponsesInput(body));
   } else {
     const prompt = body["prompt"];
     if (prompt === undefined || prompt === null) {
@@ -91,7 +104,14 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     }
     chars = promptChars(prompt);
   }
+  const previous = body["previous_response_id"];
+  if (previous !== undefined && previous !== null && (typeof previous !== "string" || previous === "")) {
+    throw new GatewayError("invalid_request", "'previous_response_id' must be a non-empty string", {
+      param: "previous_response_id",
+    });
+  }
 
+  let prefixKey: Hash64 | null | undefined; // null: computed, and there is none
   return {
     endpoint,
     body,
@@ -99,7 +119,50 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     stream: stream === true,
     promptChars: chars,
     toolFollowup,
+    previousResponseId: endpoint === "responses" && typeof previous === "string" ? previous : undefined,
+    store: body["store"] !== false,
+    get prefixKey() {
+      if (prefixKey === undefined) prefixKey = prefixKeyOf(endpoint, body) ?? null;
+      return prefixKey ?? undefined;
+    },
   };
 }
 
+/**
+ * The Responses API's `input` (a string, or items: messages with text content, function calls and their
+ * outputs) and `instructions`: their text length, and whether the last item is a tool result.
+ */
+function readResponsesInput(body: Record<string, unknown>): { chars: number; toolFollowup: boolean } {
+  const input = body["input"];
+  const instructions = body["instructions"];
+  let chars = typeof instructions === "string" ? instructions.length : 0;
+  if (typeof input === "string") return { chars: chars + input.length, toolFollowup: false };
+  if (!Array.isArray(input) || input.length === 0) {
+    throw new GatewayError("invalid_request", "'input' must be a string or a non-empty array of items", {
+      param: "input",
+    });
+  }
+  for (let i = 0; i < input.length; i++) {
+    const item: unknown = input[i];
+    if (!isRecord(item)) {
+      throw new GatewayError("invalid_request", `'input[${i}]' must be an object`, { param: `input[${i}]` });
+    }
+    chars += contentChars(item["content"]);
+    if (typeof item["output"] === "string") chars += item["output"].length;
+    if (typeof item["arguments"] === "string") chars += item["arguments"].length;
+  }
+  const last = input[input.length - 1] as Record<string, unknown>;
+  return { chars, toolFollowup: last["type"] === "function_call_output" };
+}
+
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The last turn's text (last message, prompt or input), at most 2000 characters: logs and the classifier. */
+export function lastTurnText(request: CompletionRequest): string {
+  const messages = request.body["messages"];
+  const source = Array.isArray(messages)
+    ? (messages.at(-1) as Record<string, unknown>)["content"]
+    : (request.body["prompt"] ?? request.body["input"]);
+  const text = typeof source === "string" ? source : JSON.stringify(source ?? null);
+  return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
+}

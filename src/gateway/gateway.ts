@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { pino, type Logger } from "pino";
 import { createBalancer } from "../affinity/balancers.js";
+import { ResponseOwners } from "../affinity/response-owners.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { BINDING_SCRIPTS, RedisBindings } from "../affinity/redis-bindings.js";
@@ -24,8 +25,10 @@ import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { BackendConfig, GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import { TierClassifier } from "../routing/tier-classifier.js";
 import { resolveTierSettings } from "../routing/tier-router.js";
 import { AttemptTracker } from "./attempt-tracker.js";
+import { createClassifierAsk } from "./classifier-client.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { createGatewayServer } from "./server.js";
@@ -60,6 +63,16 @@ function loadPollSettings(config: GatewayConfig): LoadPollSettings {
     intervalMs: config.health.engine_metrics_interval_seconds * 1000,
     timeoutMs: config.health.probe_timeout_seconds * 1000,
   };
+}
+
+/** Three missed readings and an engine's own load is too old to place by. */
+function engineSignalMaxAgeMs(config: GatewayConfig): number {
+  const intervalMs = config.health.engine_metrics_interval_seconds * 1000;
+  return intervalMs > 0 ? 3 * intervalMs : 0;
+}
+
+function responseOwnerSettings(config: GatewayConfig): { ttlMs: number; maxEntries: number } {
+  return { ttlMs: config.responses.ttl_seconds * 1000, maxEntries: config.responses.max_entries };
 }
 
 function budgetSettings(config: GatewayConfig): BudgetSettings {
@@ -99,6 +112,32 @@ function createBudgetStore(config: GatewayConfig, metrics: GatewayMetrics, logge
   return new RedisBudgetStore(budgetSettings(config), {
     keyPrefix: store.key_prefix,
     link: { url: store.url, timeoutMs: store.timeout_ms, logger, health: metrics.budgetStore },
+  });
+}
+
+/** The tier classifier of the runtime's current config, or undefined when it is off. */
+function createClassifier(rt: GatewayRuntime): TierClassifier | undefined {
+  const { routing } = rt.settings.config;
+  const settings = routing.classifier;
+  if (!settings.enabled) return undefined;
+  const { defaultTier, longPromptTier } = rt.settings.tiers;
+  const choices =
+    settings.tiers ??
+    (longPromptTier !== undefined && longPromptTier !== defaultTier
+      ? [defaultTier, longPromptTier]
+      : rt.registry.tiers());
+  return new TierClassifier({
+    tiers: choices,
+    ask: createClassifierAsk(rt, {
+      tier: settings.tier ?? rt.settings.tiers.defaultTier,
+      model: settings.model,
+      prompt: settings.prompt,
+    }),
+    clock: rt.clock,
+    timeoutMs: settings.timeout_ms,
+    cacheTtlMs: (settings.cache_ttl_seconds ?? routing.classifier_cache_ttl_seconds) * 1000,
+    maxEntries: settings.max_entries,
+    record: (outcome, seconds) => rt.metrics.classifier(outcome, seconds),
   });
 }
 
@@ -181,9 +220,17 @@ export class Gateway {
       recorder:
         sharedBindings === undefined
           ? metrics
-          : { hit: (tier) => metrics.hit(tier), miss: (tier) => metrics.miss(tier), broken: () => undefined },
+          : {
+              hit: (tier) => metrics.hit(tier),
+              miss: (tier) => metrics.miss(tier),
+              spill: (tier) => metrics.spill(tier),
+              broken: () => undefined,
+            },
       stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
       rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
+      loadFactor: config.affinity.load_factor,
+      sessionless: config.affinity.sessionless,
+      engineSignalMaxAgeMs: engineSignalMaxAgeMs(config),
     });
     this.health = new HealthChecker(registry, {
       intervalMs: config.health.probe_interval_seconds * 1000,
@@ -212,11 +259,14 @@ export class Gateway {
         track: (backendId, abort) => attempts.track(backendId, abort),
         firstToken: (tier, seconds) => metrics.firstToken(tier, seconds),
       },
+      responseOwners: new ResponseOwners(clock, responseOwnerSettings(config)),
       outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
       budgets: createBudgetStore(config, metrics, logger),
       sharedBindings,
+      classifier: undefined,
       settings: deriveSettings(config, registry.tiers()),
     };
+    runtime.classifier = createClassifier(runtime);
     this.runtime = runtime;
     metrics.initTiers(registry.tiers());
 
@@ -301,11 +351,13 @@ export class Gateway {
     const rt = this.runtime;
     const changed = this.applyBackends(config);
     void this.discovery.configure(config.discovery);
-    rt.scheduler.configure(
-      config.affinity.sticky_ttl_seconds,
-      config.affinity.rebalance_on_backend_recovery,
-      createBalancer(config.affinity.balancer, this.random),
-    );
+    rt.scheduler.configure({
+      stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
+      rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
+      balancer: createBalancer(config.affinity.balancer, this.random),
+      loadFactor: config.affinity.load_factor,
+      sessionless: config.affinity.sessionless,
+    });
     rt.sharedBindings?.configure(config.affinity.sticky_ttl_seconds * 1000);
     rt.slots.configure({
       maxQueueSize: config.admission.max_queue_size,
@@ -316,6 +368,7 @@ export class Gateway {
       timeoutMs: config.health.probe_timeout_seconds * 1000,
     });
     this.loadPoller.configure(loadPollSettings(config));
+    rt.responseOwners.configure(responseOwnerSettings(config));
     const budgets = budgetSettings(config);
     const previousStores = rt.settings.config;
     if (
@@ -341,6 +394,8 @@ export class Gateway {
       changed.push("server.host/port changed: takes effect at the next restart");
     }
     rt.settings = deriveSettings(config, rt.registry.tiers());
+    // A fresh verdict cache: a reload may change the tiers, the model asked or its prompt.
+    rt.classifier = createClassifier(rt);
     changed.push(`${config.backends.length} backends in ${rt.registry.tiers().length} tiers`);
     rt.logger.info({ changed }, "config reloaded");
     return { changed };

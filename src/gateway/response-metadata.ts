@@ -1,9 +1,12 @@
 // The x_agent_serve metadata: what the gateway did for a request, in bodies, SSE and response headers.
 import type { SelectionReason } from "../affinity/scheduler.js";
+import type { TierSource } from "../routing/tier-router.js";
 
 export interface AgentServeMetadata {
   session_id: string | null;
   tier: string;
+  /** Why this tier: the hint, the model, a rule, or the classifier. */
+  tier_source: TierSource;
   backend_id: string;
   affinity_hit: boolean;
   reason: SelectionReason;
@@ -11,10 +14,11 @@ export interface AgentServeMetadata {
   attempts: number;
 }
 
-/** All seven fields as `X-Agent-Serve-*` headers (the session id only when there is one). */
+/** Every field as an `X-Agent-Serve-*` header (the session id only when there is one). */
 export function metadataHeaders(meta: AgentServeMetadata): Record<string, string> {
   const headers: Record<string, string> = {
     "x-agent-serve-tier": meta.tier,
+    "x-agent-serve-tier-source": meta.tier_source,
     "x-agent-serve-backend": meta.backend_id,
     "x-agent-serve-affinity-hit": meta.affinity_hit ? "true" : "false",
     "x-agent-serve-reason": meta.reason,

@@ -1,5 +1,6 @@
 // The live parts of a running gateway, as the request handlers see them (built and rewired by gateway.ts).
 import type { Logger } from "pino";
+import type { ResponseOwners } from "../affinity/response-owners.js";
 import type { AffinityScheduler } from "../affinity/scheduler.js";
 import type { BackendSlots } from "../admission/backend-slots.js";
 import type { BudgetStore } from "../admission/budget-store.js";
@@ -8,6 +9,7 @@ import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { TierClassifier } from "../routing/tier-classifier.js";
 import type { TierRouterSettings } from "../routing/tier-router.js";
 import type { AttemptEnv } from "./attempt.js";
 import type { AttemptTracker } from "./attempt-tracker.js";
@@ -39,10 +41,14 @@ export interface GatewayRuntime {
   readonly attempts: AttemptTracker;
   /** What one attempt needs of the gateway (reads the current settings, so a reload reaches it). */
   readonly attemptEnv: AttemptEnv;
+  /** The Responses API: which engine stores each response. */
+  readonly responseOwners: ResponseOwners;
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
   budgets: BudgetStore;
   /** Set when bindings are shared (affinity.store kind redis): loads a session's binding before routing. */
   readonly sharedBindings: ReplicatedBindings | undefined;
+  /** The LLM tier classifier, when routing.classifier.enabled. */
+  classifier: TierClassifier | undefined;
   settings: RuntimeSettings;
 }

@@ -12,6 +12,7 @@ import { GatewayError, toGatewayError, type ErrorCode } from "../core/errors.js"
 import { createRequestTracer } from "../tracing/request-tracer.js";
 import { handleAdmin, type AdminActions } from "./admin-handler.js";
 import { handleCompletion } from "./completion-handler.js";
+import { handleStoredResponse, isStoredResponsePath } from "./stored-response-handler.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
@@ -38,6 +39,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
   const routes = new Map<string, Handler>([
     ["POST /v1/chat/completions", (req, res, ctx) => handleCompletion(rt, "chat", req, res, ctx)],
     ["POST /v1/completions", (req, res, ctx) => handleCompletion(rt, "completions", req, res, ctx)],
+    ["POST /v1/responses", (req, res, ctx) => handleCompletion(rt, "responses", req, res, ctx)],
     ["GET /v1/models", async (_req, res) => writeJson(res, 200, listModels(rt))],
     ["GET /healthz", async (_req, res) => writeJson(res, 200, { status: "ok" })],
     ["GET /readyz", async (_req, res) => readiness(rt, res)],
@@ -101,6 +103,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
         throw new GatewayError("shutting_down", "the gateway is shutting down", { retryAfterSeconds: 1 });
       const handler = routes.get(`${method} ${path}`);
       if (handler !== undefined) await handler(req, res, ctx);
+      else if (isStoredResponsePath(path)) await handleStoredResponse(rt, req, res, ctx);
       else if (path === "/admin" || path.startsWith("/admin/")) await handleAdmin(rt, hooks, req, res, path);
       else if (knownPaths.has(path))
         throw new GatewayError("method_not_allowed", `${method} is not allowed on ${path}`);

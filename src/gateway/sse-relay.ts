@@ -1,6 +1,7 @@
 // Relays an engine's SSE stream event by event: splices the metadata into the engine's first chunk, reads
 // the usage chunk, and drops it when only the gateway asked for it.
 import { spliceMemberIntoJson } from "./response-metadata.js";
+import type { StreamRelay } from "./stream-relay.js";
 import { usageFrom, type TokenUsage } from "./usage.js";
 
 const DONE = Buffer.from("data: [DONE]");
@@ -8,8 +9,10 @@ const USAGE_OBJECT = Buffer.from('"usage":{');
 const EMPTY_CHOICES = Buffer.from('"choices":[]');
 const EVENT_END = Buffer.from("\n\n");
 const DATA_PREFIX = Buffer.from("data: ");
+const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
 
-export class SseRelay {
+/** Chat and text completion streams: `data: {chunk}` events ended by `data: [DONE]`. */
+export class SseRelay implements StreamRelay {
   private held: Buffer | undefined;
   private done = false;
   private usageSeen: TokenUsage | undefined;
@@ -30,8 +33,15 @@ export class SseRelay {
   }
 
   /** True once the engine's `[DONE]` went through. */
-  get sawDone(): boolean {
+  get complete(): boolean {
     return this.done;
+  }
+
+  readonly responseId = undefined;
+
+  errorEnding(message: string, code: string): Buffer[] {
+    const error = sseEvent({ error: { message, type: "upstream_error", param: null, code } });
+    return [error, ...(this.done ? [] : this.push(DONE_EVENT))];
   }
 
   /** The usage the engine reported, if it did. */

@@ -23,7 +23,8 @@ export class UpstreamBodies {
       typeof options === "object" &&
       options !== null &&
       (options as Record<string, unknown>)["include_usage"] === true;
-    this.stripUsage = request.stream && !clientAsked;
+    // The Responses API reports usage in its final event whatever the client asks: nothing to add or strip.
+    this.stripUsage = request.stream && !clientAsked && request.endpoint !== "responses";
     this.needsUsageOption = this.stripUsage;
   }
 

@@ -6,10 +6,14 @@ export interface TokenUsage {
   cachedTokens: number;
 }
 
+/** Chat and completions name the fields prompt/completion; the Responses API names them input/output. */
 interface RawUsage {
   prompt_tokens?: unknown;
   completion_tokens?: unknown;
   prompt_tokens_details?: { cached_tokens?: unknown } | null;
+  input_tokens?: unknown;
+  output_tokens?: unknown;
+  input_tokens_details?: { cached_tokens?: unknown } | null;
 }
 
 const USAGE_KEY = Buffer.from('"usage"');
@@ -22,9 +26,11 @@ export function usageFrom(raw: unknown): TokenUsage | undefined {
   if (typeof raw !== "object" || raw === null) return undefined;
   const usage = raw as RawUsage;
   return {
-    promptTokens: count(usage.prompt_tokens),
-    completionTokens: count(usage.completion_tokens),
-    cachedTokens: count(usage.prompt_tokens_details?.cached_tokens),
+    promptTokens: count(usage.prompt_tokens ?? usage.input_tokens),
+    completionTokens: count(usage.completion_tokens ?? usage.output_tokens),
+    cachedTokens: count(
+      usage.prompt_tokens_details?.cached_tokens ?? usage.input_tokens_details?.cached_tokens,
+    ),
   };
 }
 

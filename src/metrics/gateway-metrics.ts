@@ -28,6 +28,8 @@ const KNOWN_REFUSALS = [
   "unauthorized",
 ];
 
+const CLASSIFIER_OUTCOMES = ["answered", "cached", "timeout", "error", "unparseable"];
+
 const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160];
 
 /**
@@ -91,9 +93,15 @@ export class GatewayMetrics implements AffinityRecorder {
   private readonly affinityMisses = new HotCounter(
     this.registry,
     "agentserve_affinity_misses_total",
-    "Requests that needed a new binding (first turn, expired, rebind, affinity off, no session)",
+    "Requests that needed a new binding (first turn, expired, rebind, affinity off, no session) or spilled",
     ["tier"],
   );
+  private readonly affinitySpills = new Counter({
+    name: "agentserve_affinity_spills_total",
+    help: "Requests of bound sessions sent past their pinned backend because it had no free slot (binding kept)",
+    labelNames: ["tier"] as const,
+    registers: [this.registry],
+  });
   private readonly affinityBroken = new Counter({
     name: "agentserve_affinity_broken_total",
     help: "Bindings invalidated because the pinned backend went down or failed a request",
@@ -109,7 +117,7 @@ export class GatewayMetrics implements AffinityRecorder {
   private readonly selections = new HotCounter(
     this.registry,
     "agentserve_selections_total",
-    "Backend selections by reason (affinity_hit, new_session, rebind_*, failover, ...)",
+    "Backend selections by reason (affinity_hit, new_session, rebind_*, failover, spill, prefix, ...)",
     ["tier", "reason"],
   );
   private readonly tokenCounts = new HotCounter(
@@ -172,6 +180,19 @@ export class GatewayMetrics implements AffinityRecorder {
     help: "Time to first token of streamed responses (first content chunk from the engine)",
     labelNames: ["tier"] as const,
     buckets: LATENCY_BUCKETS_SECONDS,
+    registers: [this.registry],
+  });
+
+  private readonly classifierRequests = new Counter({
+    name: "agentserve_classifier_requests_total",
+    help: "Tier classifier verdicts by outcome (answered, cached, timeout, error, unparseable)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  private readonly classifierDuration = new Histogram({
+    name: "agentserve_classifier_duration_seconds",
+    help: "Time the tier classifier's engine calls took (cache hits excluded)",
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });
 
@@ -293,6 +314,10 @@ export class GatewayMetrics implements AffinityRecorder {
     this.affinityBroken.labels(tier).inc(count);
   }
 
+  spill(tier: string): void {
+    this.affinitySpills.labels(tier).inc();
+  }
+
   selection(tier: string, reason: string): void {
     this.selections.add(`${tier}\u0000${reason}`, () => ({ tier, reason }));
   }
@@ -331,18 +356,25 @@ export class GatewayMetrics implements AffinityRecorder {
     this.ttftChildren.get(tier).observe(seconds);
   }
 
+  classifier(outcome: string, seconds: number | undefined): void {
+    this.classifierRequests.labels(outcome).inc();
+    if (seconds !== undefined) this.classifierDuration.observe(seconds);
+  }
+
   /**
    * Makes every tier's series (and every refusal reason) exist at 0 from the start, so rate(), increase()
    * and ratios see the first burst of traffic too.
    */
   initTiers(tiers: Iterable<string>): void {
     for (const reason of KNOWN_REFUSALS) this.rejections.labels(reason).inc(0);
+    for (const outcome of CLASSIFIER_OUTCOMES) this.classifierRequests.labels(outcome).inc(0);
     for (const tier of tiers) {
       this.duration.zero({ tier });
       this.ttft.zero({ tier });
       this.affinityHits.add(tier, () => ({ tier }), 0);
       this.affinityMisses.add(tier, () => ({ tier }), 0);
       this.affinityBroken.labels(tier).inc(0);
+      this.affinitySpills.labels(tier).inc(0);
       this.retries.labels(tier).inc(0);
     }
   }

@@ -1,7 +1,9 @@
 // Chooses the tier of a request: header hint, then the requested model, then the original's `auto` rules.
 import { GatewayError } from "../core/errors.js";
 
-export type TierSource = "hint" | "model" | "auto_tool_followup" | "auto_long_prompt" | "auto_default";
+/** Why a request got its tier: `classifier` when the LLM classifier decided what the rules left open. */
+export type TierSource =
+  "hint" | "model" | "auto_tool_followup" | "auto_long_prompt" | "auto_default" | "classifier";
 
 export interface TierDecision {
   tier: string;

@@ -26,6 +26,13 @@ export function badRequest(message: string, param: string | null = null): SimReq
   return new SimRequestError(message, 400, "BadRequestError", param);
 }
 
+/** vLLM's answer to a request naming a model this engine does not serve. */
+export function checkServedModel(requested: string | undefined, served: string): void {
+  if (requested !== undefined && requested !== served) {
+    throw new SimRequestError(`The model \`${requested}\` does not exist.`, 404, "NotFoundError", "model");
+  }
+}
+
 export function errorTypeForStatus(status: number): SimErrorType {
   if (status === 404) return "NotFoundError";
   if (status === 503) return "ServiceUnavailableError";

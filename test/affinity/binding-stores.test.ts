@@ -62,6 +62,9 @@ function memoryFleet(n: number): Fleet {
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder,
       stickyTtlSeconds: TTL_SECONDS,
+      // Plain rendezvous: these tests are about where bindings live, not about load (placement's suite).
+      loadFactor: 0,
+      sessionless: "balancer",
     });
     return {
       scheduler,
@@ -101,8 +104,16 @@ function redisFleet(n: number): Fleet {
       store: shared,
       clock,
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
-      recorder: { hit: (t) => recorder.hit(t), miss: (t) => recorder.miss(t), broken: () => undefined },
+      recorder: {
+        hit: (t) => recorder.hit(t),
+        miss: (t) => recorder.miss(t),
+        spill: (t) => recorder.spill(t),
+        broken: () => undefined,
+      },
       stickyTtlSeconds: TTL_SECONDS,
+      // Plain rendezvous: these tests are about where bindings live, not about load (placement's suite).
+      loadFactor: 0,
+      sessionless: "balancer",
     });
     return {
       scheduler,

@@ -1,4 +1,5 @@
-// Slot choice: continuation first, then the longest shared prefix, least recently used on ties; FIFO waiting.
+// Slot choice: the slot holding the conversation first (its generated tail may differ), then the longest shared
+// prefix, least recently used on ties; FIFO waiting.
 import { describe, expect, it } from "vitest";
 import { commonPrefixLength, SlotPool } from "../../src/engine/slots.js";
 
@@ -6,11 +7,13 @@ class FakeSlot {
   constructor(
     readonly name: string,
     public contextTokens: number[] = [],
+    /** Leading tokens the slot was sent; the rest it generated. All of them unless told. */
+    public sentTokenCount: number = contextTokens.length,
   ) {}
 }
 
-function pool(...states: number[][]): { pool: SlotPool<FakeSlot>; slots: FakeSlot[] } {
-  const slots = states.map((tokens, i) => new FakeSlot(`s${i}`, tokens));
+function pool(...states: (number[] | FakeSlot)[]): { pool: SlotPool<FakeSlot>; slots: FakeSlot[] } {
+  const slots = states.map((state, i) => (state instanceof FakeSlot ? state : new FakeSlot(`s${i}`, state)));
   return { pool: new SlotPool(slots), slots };
 }
 
@@ -32,6 +35,50 @@ describe("SlotPool", () => {
   it("sends a new conversation to a free slot rather than over another's history", async () => {
     const { pool: p } = pool([...SYSTEM, 10, 11], []);
     expect(await p.acquire([...SYSTEM, 30])).toMatchObject({ slot: { name: "s1" }, commonPrefix: 0 });
+  });
+
+  it("keeps a conversation on its slot when the reply came back tokenized otherwise, a free slot or not", async () => {
+    // s0 was sent SYSTEM + [10, 11] and generated [50, 51, 52]; the client's next turn spells that reply [50, 59]
+    // (one token where two were generated), so the prompt leaves s0's state inside the generated tail.
+    const history = new FakeSlot("s0", [...SYSTEM, 10, 11, 50, 51, 52], 8);
+    const { pool: p } = pool(history, []);
+    expect(await p.acquire([...SYSTEM, 10, 11, 50, 59, 12])).toMatchObject({
+      slot: { name: "s0" },
+      commonPrefix: 9,
+    });
+    // A reply re-tokenized from its very first token still keeps the whole prompt the slot was sent.
+    const { pool: q } = pool(new FakeSlot("s0", [...SYSTEM, 10, 11, 50, 51], 8), []);
+    expect(await q.acquire([...SYSTEM, 10, 11, 58, 12])).toMatchObject({
+      slot: { name: "s0" },
+      commonPrefix: 8,
+    });
+  });
+
+  it("prefers, among slots holding the conversation, the one sharing the most with the prompt", async () => {
+    const older = new FakeSlot("s0", [...SYSTEM, 10, 50, 51], 7); // turn 1 of the conversation, and its reply
+    const newer = new FakeSlot("s1", [...SYSTEM, 10, 50, 12, 60, 61], 9); // turn 2 of it
+    const { pool: p } = pool(older, newer, []);
+    expect(await p.acquire([...SYSTEM, 10, 50, 12, 60, 13])).toMatchObject({
+      slot: { name: "s1" },
+      commonPrefix: 10,
+    });
+  });
+
+  it("still protects a history that the prompt leaves inside what that slot was sent", async () => {
+    // The prompt shares SYSTEM + [10] with s0, whose sent prompt went on to [11, 12, 13]: another conversation.
+    const { pool: p } = pool(new FakeSlot("s0", [...SYSTEM, 10, 11, 12, 13, 50], 10), []);
+    expect(await p.acquire([...SYSTEM, 10, 20])).toMatchObject({ slot: { name: "s1" }, commonPrefix: 0 });
+  });
+
+  it("lets a text prompt's last sent token merge with the text appended to it", async () => {
+    // "Answer: " ends in " " (token 9); "Answer: Paris ..." spells " Paris" (token 70) there instead.
+    const { pool: p } = pool(new FakeSlot("s0", [...SYSTEM, 9, 40, 41], 7), []);
+    expect(await p.acquire([...SYSTEM, 70, 41, 42])).toMatchObject({ slot: { name: "s0" }, commonPrefix: 6 });
+  });
+
+  it("counts only the state a slot holds when its prompt was cut short (an aborted prefill)", async () => {
+    const { pool: p } = pool(new FakeSlot("s0", [...SYSTEM, 10], 20), []);
+    expect(await p.acquire([...SYSTEM, 10, 11])).toMatchObject({ slot: { name: "s0" }, commonPrefix: 7 });
   });
 
   it("otherwise overwrites the slot sharing the longest prefix, the least recently used on ties", async () => {

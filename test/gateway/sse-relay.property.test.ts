@@ -1,6 +1,7 @@
 // The SSE relay against a plain model of what it must do, for any way the engine's bytes are split into reads.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { split } from "../helpers/split.js";
 import { SseRelay } from "../../src/gateway/sse-relay.js";
 
 const MEMBER = ',"x_agent_serve":{"tier":"small"}';
@@ -30,18 +31,6 @@ function tokenEvent(text: string, usage?: Usage): string {
 
 function usageEvent(prompt: number, completion: number): string {
   return `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion } })}\n\n`;
-}
-
-/** Splits `bytes` at the given cut points (any positions, duplicates allowed). */
-function split(bytes: Buffer, cuts: number[]): Buffer[] {
-  const at = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-  const parts: Buffer[] = [];
-  let from = 0;
-  for (const cut of [...at, bytes.length]) {
-    parts.push(bytes.subarray(from, cut));
-    from = cut;
-  }
-  return parts;
 }
 
 function relay(parts: Buffer[], stripUsage: boolean): { out: string; relay: SseRelay } {
@@ -77,7 +66,7 @@ describe("SseRelay", () => {
         // No chunk is added: the metadata rides on the engine's first chunk (the usage chunk if it is the only
         // one the client gets), and a stream of no chunk at all carries it only in the headers.
         expect(out).toBe(`${withMetadataOnFirst(kept)}data: [DONE]\n\n`);
-        expect(r.sawDone).toBe(true);
+        expect(r.complete).toBe(true);
         // The last report wins: the usage-only chunk, else the last token chunk that carried usage.
         const last = usage ?? tokens.findLast((t) => t.usage !== undefined)?.usage;
         expect(r.usage).toEqual(
@@ -102,7 +91,7 @@ describe("SseRelay", () => {
           const { out, relay: r } = relay(split(input, cuts), true);
           const events = tokens.map((t) => tokenEvent(t));
           expect(out).toBe(withMetadataOnFirst(events) + tail.replaceAll("\n", " "));
-          expect(r.sawDone).toBe(false);
+          expect(r.complete).toBe(false);
         },
       ),
       { numRuns: 200 },

@@ -1,0 +1,62 @@
+// Which engine stores each Responses API response (engines keep them in their own memory), bounded, with TTL.
+import { LRUCache } from "lru-cache";
+import type { Clock } from "../core/clock.js";
+
+export interface ResponseOwner {
+  /** The engine that produced and stores the response. */
+  backendId: string;
+  /** The affinity key of the conversation the response belongs to (a session id, or the chain's own key). */
+  sessionKey: string;
+}
+
+export interface ResponseOwnerSettings {
+  ttlMs: number;
+  maxEntries: number;
+}
+
+export class ResponseOwners {
+  private cache: LRUCache<string, ResponseOwner>;
+
+  constructor(
+    private readonly clock: Clock,
+    settings: ResponseOwnerSettings,
+  ) {
+    this.cache = this.create(settings);
+  }
+
+  /** A reload that changes the settings starts a fresh table (owners already known are carried over). */
+  configure(settings: ResponseOwnerSettings): void {
+    const previous = this.cache;
+    if (previous.max === settings.maxEntries && previous.ttl === settings.ttlMs) return;
+    this.cache = this.create(settings);
+    for (const [id, owner] of [...previous.entries()].reverse()) this.cache.set(id, owner);
+  }
+
+  remember(responseId: string, owner: ResponseOwner): void {
+    this.cache.set(responseId, owner);
+  }
+
+  /** The response's owner; a use refreshes its TTL (a conversation in use stays findable). */
+  owner(responseId: string): ResponseOwner | undefined {
+    return this.cache.get(responseId);
+  }
+
+  forget(responseId: string): void {
+    this.cache.delete(responseId);
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+
+  private create(settings: ResponseOwnerSettings): LRUCache<string, ResponseOwner> {
+    return new LRUCache<string, ResponseOwner>({
+      max: settings.maxEntries,
+      ttl: settings.ttlMs,
+      updateAgeOnGet: true,
+      // The injected clock, read on every check: tests move it, and no cached timestamp goes stale.
+      perf: { now: () => this.clock.nowMs() },
+      ttlResolution: 0,
+    });
+  }
+}

@@ -1,0 +1,17 @@
+// What the attempt needs of a stream relay, whichever API's event stream it relays.
+import type { TokenUsage } from "./usage.js";
+
+export interface StreamRelay {
+  /** What to write to the client now, given the engine's next read. */
+  push(input: Buffer): Buffer[];
+  /** The engine's stream ended: whatever partial event was held back. */
+  flush(): Buffer[];
+  /** True once the stream's own end went by (`[DONE]`, or the Responses API's final event). */
+  readonly complete: boolean;
+  /** The usage the engine reported, if it did. */
+  readonly usage: TokenUsage | undefined;
+  /** The Responses API: the id of the response being streamed, once its first event went by. */
+  readonly responseId: string | undefined;
+  /** The events that end a stream the gateway must cut: an error in this API's shape, then the end marker. */
+  errorEnding(message: string, code: string): Buffer[];
+}
