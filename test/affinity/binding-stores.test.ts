@@ -310,6 +310,10 @@ describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
     const winner = winnerOf(session, a.backends);
     // a binds at t=0 to a non-winner while the Redis link of a is held back (its write queued)...
     a.link!.client.disconnect();
+    for (let check = 0; check < 500 && (a.link!.client.status !== "end" || a.link!.up); check++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(a.link!.up).toBe(false);
     setState(a, winner.id, "down");
     const old = (await turn(a, session))!.backend.id;
     setState(a, winner.id, "up");
