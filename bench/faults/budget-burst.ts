@@ -45,9 +45,9 @@ async function ask(agent: string, tokens: number): Promise<number> {
 }
 const statuses = await Promise.all(Array.from({ length: requests }, () => ask("bursty", maxTokens)));
 const now = gateway.runtime.clock.nowMs();
-const used = gateway.runtime.budgets.used("bursty", now);
+const used = await gateway.runtime.budgets.usage("bursty", now);
 const greedyStatus = await ask("greedy", 20_000);
-const greedy = gateway.runtime.budgets.used("greedy", gateway.runtime.clock.nowMs());
+const greedy = await gateway.runtime.budgets.usage("greedy", gateway.runtime.clock.nowMs());
 console.log(
   JSON.stringify({
     budget: BUDGET,

@@ -1,6 +1,7 @@
 // Per-agent token budgets over a sliding window (pure: time is passed in), bounded in memory, with in-flight
-// requests reserved against them.
+// requests reserved against them: the memory budget store (and each replica's local view with Redis).
 import { LRUCache } from "lru-cache";
+import type { BudgetStore } from "./budget-store.js";
 
 export interface BudgetSettings {
   windowMs: number;
@@ -33,7 +34,8 @@ export type ReserveDecision =
  * The window is cut into this many buckets: usage expires one bucket at a time, so an agent costs a small
  * fixed array however much traffic it sends, at the price of up to window/BUCKETS of extra memory of usage.
  */
-const BUCKETS = 12;
+export const BUDGET_BUCKETS = 12;
+const BUCKETS = BUDGET_BUCKETS;
 
 interface AgentUsage {
   /** Tokens per bucket, a ring indexed by bucket number modulo BUCKETS. */
@@ -52,7 +54,7 @@ function newUsage(): AgentUsage {
   };
 }
 
-export class TokenBudgets {
+export class TokenBudgets implements BudgetStore {
   private readonly agents: LRUCache<string, AgentUsage>;
   /** Agents of API keys: as many as the config names, so bounded without eviction. */
   private readonly keyed = new Map<string, AgentUsage>();
@@ -113,7 +115,24 @@ export class TokenBudgets {
    * and the other requests in flight, at least `minimum` (else refused). `granted` is what was held; the
    * caller limits the request to it. Settle or release every reservation exactly once.
    */
-  reserve(agentId: string, wanted: number, minimum: number, nowMs: number, keyed = false): ReserveDecision {
+  reserve(
+    agentId: string,
+    wanted: number,
+    minimum: number,
+    nowMs: number,
+    keyed = false,
+  ): Promise<ReserveDecision> {
+    return Promise.resolve(this.reserveNow(agentId, wanted, minimum, nowMs, keyed));
+  }
+
+  /** reserve(), answered at once (the Redis store decides with it while Redis is away). */
+  reserveNow(
+    agentId: string,
+    wanted: number,
+    minimum: number,
+    nowMs: number,
+    keyed = false,
+  ): ReserveDecision {
     const usage = this.slotFor(agentId, keyed, nowMs);
     if (usage === undefined) {
       return { allowed: false, reason: "table_full", retryAfterSeconds: Math.ceil(this.bucketMs / 1000) };
@@ -193,6 +212,18 @@ export class TokenBudgets {
       usage.tokens[slot] = 0;
     }
     usage.tokens[slot]! += tokens;
+  }
+
+  usage(agentId: string, nowMs: number): Promise<number> {
+    return Promise.resolve(this.used(agentId, nowMs) + this.reserved(agentId));
+  }
+
+  flush(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
   }
 
   /** Whether new settings can apply to this table in place (same window and capacity), keeping usage. */

@@ -60,6 +60,8 @@ export class StickyTable implements BindingStore {
   private readonly indexByBackend = new Map<string, number>();
   private readonly backendHead: number[] = [];
   private readonly backendCount: number[] = [];
+  /** Indices given back by backends no record points at any more, for the next new backend id. */
+  private readonly freeBackendIndices: number[] = [];
   private evicted = 0;
 
   /** `hashKey`: two 32-bit words of secret randomness, fixed for the table's life (see keyed-hash.ts). */
@@ -271,14 +273,42 @@ export class StickyTable implements BindingStore {
   private backendIndexOf(backendId: string): number {
     let index = this.indexByBackend.get(backendId);
     if (index === undefined) {
-      index = this.backendIds.length;
-      if (index >= MAX_BACKENDS) throw new RangeError(`more than ${MAX_BACKENDS} backends`);
-      this.backendIds.push(backendId);
+      // Engine ids come and go over a process's life (pods churn): when every index has been handed out,
+      // those of backends no record points at any more (broken, moved or reclaimed) are taken back.
+      if (this.freeBackendIndices.length === 0 && this.backendIds.length >= MAX_BACKENDS) {
+        this.reclaimBackendIndices();
+      }
+      index = this.freeBackendIndices.pop();
+      if (index === undefined) {
+        index = this.backendIds.length;
+        if (index >= MAX_BACKENDS) {
+          throw new RangeError(`more than ${MAX_BACKENDS} backends hold bindings at once`);
+        }
+        this.backendIds.push(backendId);
+        this.backendHead.push(NONE);
+        this.backendCount.push(0);
+      } else {
+        this.backendIds[index] = backendId;
+        this.backendHead[index] = NONE;
+        this.backendCount[index] = 0;
+      }
       this.indexByBackend.set(backendId, index);
-      this.backendHead.push(NONE);
-      this.backendCount.push(0);
     }
     return index;
+  }
+
+  /**
+   * Frees every backend index with no record on its list. Safe: records point at a backend only through
+   * its list (a broken record holds the tombstone), so an empty list means nothing refers to the index.
+   */
+  private reclaimBackendIndices(): void {
+    for (let index = 0; index < this.backendIds.length; index++) {
+      if (this.backendCount[index] !== 0 || this.backendHead[index] !== NONE) continue;
+      const id = this.backendIds[index]!;
+      if (this.indexByBackend.get(id) !== index) continue;
+      this.indexByBackend.delete(id);
+      this.freeBackendIndices.push(index);
+    }
   }
 
   private allocate(): number {

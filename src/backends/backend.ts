@@ -19,6 +19,11 @@ export class Backend implements SchedulingCandidate {
   upstreamHeaders: Record<string, string>;
   /** Drained backends keep serving their pinned sessions but take no new ones. */
   drained = false;
+  /**
+   * Added while running (reload, discovery): down until its first health probe succeeds, so a new engine
+   * never takes traffic before it answers. Backends of the config the gateway starts with start up.
+   */
+  awaitingFirstProbe = false;
   inflight = 0;
   /** Requests waiting at the gateway for a slot here (maintained by BackendSlots). */
   queued = 0;
@@ -39,7 +44,7 @@ export class Backend implements SchedulingCandidate {
   }
 
   get state(): BackendState {
-    if (this.health.health === "down") return "down";
+    if (this.awaitingFirstProbe || this.health.health === "down") return "down";
     return this.drained ? "draining" : "up";
   }
 

@@ -85,6 +85,14 @@ export class BackendRegistry {
   }
 
   recordOutcome(backend: Backend, ok: boolean, cause: "probe" | "request"): void {
+    if (backend.awaitingFirstProbe) {
+      // Added while running (reload, discovery): only a successful probe lets it take traffic.
+      if (!ok || cause !== "probe") return;
+      backend.awaitingFirstProbe = false;
+      if (backend.state !== "down")
+        for (const listener of [...this.listeners]) listener({ backend, to: "up", cause });
+      return;
+    }
     const nowMs = this.clock.nowMs();
     if (cause === "probe") {
       this.publish(backend, backend.health.recordProbe(ok, nowMs), cause);
@@ -97,6 +105,7 @@ export class BackendRegistry {
 
   /** A reading of the engine's cumulative token counters (prompt + generated) from its /metrics. */
   recordProgress(backend: Backend, tokenCount: number): void {
+    if (backend.awaitingFirstProbe) return;
     const busy = backend.inflight > 0;
     const { to, eject } = backend.health.recordProgress(
       tokenCount,
@@ -132,7 +141,8 @@ export class BackendRegistry {
   }
 
   /**
-   * Applies a reloaded backend list: new ids are added (up, taking new sessions), kept ids are updated in
+   * Applies a reloaded backend list: new ids are added (down until their first probe succeeds, then taking
+   * new sessions), kept ids are updated in
    * place, and the removed backends are returned so the caller can treat them like an engine going down.
    * A kept id that changes tier is handled as a removal plus an addition.
    */
@@ -151,7 +161,9 @@ export class BackendRegistry {
         existing.health.setThresholds(thresholds);
         this.byId.set(config.id, existing);
       } else {
-        this.byId.set(config.id, new Backend(config, thresholds));
+        const added = new Backend(config, thresholds);
+        added.awaitingFirstProbe = true;
+        this.byId.set(config.id, added);
       }
     }
     this.reindex();

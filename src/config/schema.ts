@@ -120,7 +120,7 @@ const admissionSchema = z.strictObject({
   max_agents: positiveInt("a positive integer").default(100_000),
   /** Charge requests without an agent id (X-Agent-Id or an API key's agent) to one shared budget. */
   budget_anonymous: z.boolean({ error: "must be true or false" }).default(false),
-  /** Where budgets are counted: only `{kind: memory}` (per process) is built (src/config/shared-state.ts). */
+  /** Where budgets are counted: `{kind: memory}` (per process) or `{kind: redis, ...}` (shared by replicas). */
   store: budgetStoreSchema,
 });
 
@@ -183,7 +183,7 @@ const affinitySchema = z.strictObject({
   sessionless: z
     .enum(SESSIONLESS_MODES, { error: `must be one of ${SESSIONLESS_MODES.join(", ")}` })
     .default("prefix"),
-  /** Where bindings live: only `{kind: memory}` (per process) is built (src/config/shared-state.ts). */
+  /** Where bindings live: `{kind: memory}` (per process) or `{kind: redis, ...}` (shared by replicas). */
   store: bindingStoreSchema,
 });
 
@@ -242,9 +242,7 @@ function section<T extends z.ZodType>(schema: T) {
 export const gatewayConfigSchema = z
   .strictObject({
     server: section(serverSchema.prefault({})),
-    backends: z.array(backendSchema, { error: "must be a list of backends" }).min(1, {
-      error: "must list at least one backend",
-    }),
+    backends: z.array(backendSchema, { error: "must be a list of backends" }).default([]),
     admission: section(admissionSchema.prefault({})),
     routing: section(routingSchema.prefault({})),
     affinity: section(affinitySchema.prefault({})),
@@ -254,6 +252,20 @@ export const gatewayConfigSchema = z
     discovery: discoverySchema,
   })
   .superRefine((config, ctx) => {
+    if (config.backends.length === 0 && config.discovery.length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["backends"],
+        message: "must list at least one backend (or name engines to find under discovery)",
+      });
+    }
+    if (config.affinity.store.kind === "redis" && config.affinity.rebalance_on_backend_recovery) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["affinity", "rebalance_on_backend_recovery"],
+        message: "is not supported with affinity.store kind redis (moves would apply to one replica only)",
+      });
+    }
     const seen = new Map<string, number>();
     config.backends.forEach((backend, index) => {
       const first = seen.get(backend.id);
@@ -267,7 +279,7 @@ export const gatewayConfigSchema = z
         seen.set(backend.id, index);
       }
     });
-    const tiers = new Set(config.backends.map((b) => b.tier));
+    const tiers = new Set([...config.backends.map((b) => b.tier), ...config.discovery.map((d) => d.tier)]);
     const tierKeys: [string[], string | undefined][] = [
       [["routing", "default_tier"], config.routing.default_tier],
       [["routing", "long_prompt_tier"], config.routing.long_prompt_tier],
@@ -290,4 +302,5 @@ export const gatewayConfigSchema = z
 
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type BackendConfig = GatewayConfig["backends"][number];
+export type { DiscoveryConfig, RedisStoreConfig, StoreConfig } from "./shared-state.js";
 export type SimulateConfig = NonNullable<BackendConfig["simulate"]>;

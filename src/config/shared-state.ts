@@ -1,42 +1,106 @@
-// Config of where shared state lives (`affinity.store`, `admission.store`) and of engine `discovery`: what is built, and plain refusals of what is not yet.
+// Config of where shared state lives (`affinity.store`, `admission.store`) and of engine `discovery` (DNS).
 import { z } from "zod";
 
-/*
- * Issue 14 fixes these names (docs/architecture.md): `{kind: memory}` (the default) or
- * `{kind: redis, url, ...}` for both stores, and `discovery: [{name, tier, ..., refresh_seconds}]`.
- * Only the in-process memory store exists today. A config that asks for Redis or DNS discovery is refused
- * with a message saying so, never accepted and silently run on the memory store with static backends:
- * a deployment that believes its replicas share bindings while they do not would fail in the way the
- * issue describes, without a word. The store and discovery work replaces these refusals with the real
- * schemas, here and only here.
- */
+const positiveInt = (what: string) =>
+  z
+    .number({ error: `must be ${what}` })
+    .int({ error: `must be ${what}` })
+    .positive({ error: `must be ${what}` });
 
-/** The refusal of `{kind: redis}`; exported so tests (and the Kubernetes ConfigMap's test) pin the exact text. */
-export function redisNotSupportedYet(what: string): string {
-  return `kind 'redis' is not supported yet (the shared ${what} store of issue 14 is not built); only {kind: memory}, the default, is`;
-}
+/** `redis://[user:pass@]HOST:PORT[/DB]` (or `rediss://` for TLS); the DB a small non-negative integer. */
+const redisUrl = z.string({ error: "must be a redis:// URL" }).refine(
+  (value) => {
+    try {
+      const url = new URL(value);
+      if (url.protocol !== "redis:" && url.protocol !== "rediss:") return false;
+      if (url.hostname === "" || url.search !== "" || url.hash !== "") return false;
+      return url.pathname === "" || url.pathname === "/" || /^\/\d{1,2}$/.test(url.pathname);
+    } catch {
+      return false;
+    }
+  },
+  { error: "must be a redis:// URL: redis://HOST:PORT/DB (rediss:// for TLS)" },
+);
 
-export const DISCOVERY_NOT_SUPPORTED_YET =
-  "not supported yet (DNS discovery of engines, issue 14, is not built); list the engines under backends";
+const keyPrefix = z
+  .string({ error: "must be a string" })
+  .regex(/^[A-Za-z0-9:._-]{1,64}$/, { error: "must be 1-64 of letters, digits, ':', '.', '_' or '-'" });
 
-function storeSchema(what: string) {
+function storeSchema(defaultPrefix: string) {
   const memory = z.strictObject({ kind: z.literal("memory") });
-  // Any further keys of a redis store are not checked: the whole entry is refused.
-  const redis = z
-    .looseObject({ kind: z.literal("redis") })
-    .pipe(z.never({ error: redisNotSupportedYet(what) }));
+  const redis = z.strictObject({
+    kind: z.literal("redis"),
+    url: redisUrl,
+    /** A store call slower than this fails open: the replica decides locally (never fails the request). */
+    timeout_ms: positiveInt("a positive integer (milliseconds)")
+      .max(10_000, { error: "must be at most 10000" })
+      .default(50),
+    /** Every key starts with it, so several gateways (or tests) can share one Redis. */
+    key_prefix: keyPrefix.default(defaultPrefix),
+  });
   return z
     .discriminatedUnion("kind", [memory, redis], {
-      error: "must be {kind: memory}, the only store built so far",
+      error: "must be {kind: memory} or {kind: redis, url, timeout_ms, key_prefix}",
     })
     .default({ kind: "memory" });
 }
 
 /** `affinity.store`: where session bindings live. */
-export const bindingStoreSchema = storeSchema("binding");
+export const bindingStoreSchema = storeSchema("agentserve:aff:");
 
 /** `admission.store`: where token budgets are counted. */
-export const budgetStoreSchema = storeSchema("budget");
+export const budgetStoreSchema = storeSchema("agentserve:budget:");
 
-/** `discovery`: absent is the only accepted value until DNS discovery is built. */
-export const discoverySchema = z.never({ error: DISCOVERY_NOT_SUPPORTED_YET }).optional();
+/** A DNS name whose records are the engines of one tier (a Kubernetes headless Service). */
+const discoveryEntrySchema = z.strictObject({
+  /** The DNS name to resolve (e.g. `vllm.inference.svc.cluster.local`, or `_http._tcp.vllm...` for SRV). */
+  name: z
+    .string({ error: "must be a DNS name" })
+    .regex(/^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*\.?$/, {
+      error: "must be a DNS name",
+    }),
+  tier: z.string({ error: "must be a tier name" }).regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, {
+    error: "must be a tier name: 1-64 of letters, digits, '.', '_' or '-'",
+  }),
+  type: z.enum(["A", "AAAA", "SRV"], { error: "must be A, AAAA or SRV" }).default("A"),
+  /** The engines' port for A/AAAA records (SRV records carry their own). */
+  port: z
+    .number({ error: "must be a TCP port (1-65535)" })
+    .int({ error: "must be a TCP port (1-65535)" })
+    .min(1, { error: "must be a TCP port (1-65535)" })
+    .max(65535, { error: "must be a TCP port (1-65535)" })
+    .optional(),
+  scheme: z.enum(["http", "https"], { error: "must be http or https" }).default("http"),
+  model: z.string({ error: "must be the model id the engines serve" }).min(1, { error: "must not be empty" }),
+  max_inflight: positiveInt("a positive integer").default(64),
+  weight: z
+    .number({ error: "must be a positive number" })
+    .positive({ error: "must be a positive number" })
+    .default(1),
+  refresh_seconds: z
+    .number({ error: "must be a positive number" })
+    .positive({ error: "must be a positive number" })
+    .default(10),
+  /** DNS servers (`HOST:PORT`) to ask instead of the system's resolvers. */
+  servers: z.array(z.string({ error: "must be HOST or HOST:PORT" }).min(1)).optional(),
+});
+
+/** `discovery`: DNS names resolved into backends of a tier, besides the static `backends`. */
+export const discoverySchema = z
+  .array(discoveryEntrySchema, { error: "must be a list of {name, tier, type, port, model, ...}" })
+  .default([])
+  .superRefine((entries, ctx) => {
+    entries.forEach((entry, index) => {
+      if (entry.type !== "SRV" && entry.port === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: [index, "port"],
+          message: "is required for A and AAAA records",
+        });
+      }
+    });
+  });
+
+export type StoreConfig = z.output<ReturnType<typeof storeSchema>>;
+export type RedisStoreConfig = Extract<StoreConfig, { kind: "redis" }>;
+export type DiscoveryConfig = z.output<typeof discoveryEntrySchema>;

@@ -1,5 +1,6 @@
 // Stage 1 of a completion: who is asking (headers, API key) and whether their token budget lets them in.
-import type { Reservation, TokenBudgets } from "../admission/token-budgets.js";
+import type { BudgetStore } from "../admission/budget-store.js";
+import type { Reservation } from "../admission/token-budgets.js";
 import { GatewayError } from "../core/errors.js";
 import { chargedAgent, type ApiKeyEntry, type DistinctHeaders } from "./client-auth.js";
 import { parseClientHeaders, type ClientHeaders } from "./client-headers.js";
@@ -31,7 +32,7 @@ export function admit(
   headers: DistinctHeaders,
   key: ApiKeyEntry | undefined,
   settings: AdmitSettings,
-  budgets: TokenBudgets,
+  budgets: BudgetStore,
   nowMs: number,
 ): Admission {
   const client = parseClientHeaders(headers);
@@ -70,17 +71,17 @@ export interface BudgetHold {
  * budget while it runs, so concurrent requests cannot overspend it. A request asking for more than is left
  * (or naming no limit) gets max_tokens lowered to fit; nothing left at all is 429, a full agent table 503.
  */
-export function reserveBudget(
+export async function reserveBudget(
   admission: Admission,
   request: CompletionRequest,
-  budgets: TokenBudgets,
+  budgets: BudgetStore,
   nowMs: number,
-): BudgetHold | undefined {
+): Promise<BudgetHold | undefined> {
   const key = admission.budgetKey;
   if (key === undefined) return undefined;
   const prompt = estimatePromptTokens(request);
   const wanted = request.maxTokens === undefined ? Infinity : prompt + request.maxTokens * request.choices;
-  const decision = budgets.reserve(key, wanted, prompt + request.choices, nowMs, admission.keyed);
+  const decision = await budgets.reserve(key, wanted, prompt + request.choices, nowMs, admission.keyed);
   if (!decision.allowed) {
     if (decision.reason === "table_full") {
       throw new GatewayError(
@@ -103,7 +104,7 @@ export function reserveBudget(
 /** The last stage: charges what the engine reported (nothing when it reported nothing) and frees the hold. */
 export function settle(
   admission: Admission,
-  budgets: TokenBudgets,
+  budgets: BudgetStore,
   hold: BudgetHold | undefined,
   usage: TokenUsage | undefined,
   nowMs: number,
@@ -111,5 +112,4 @@ export function settle(
   if (admission.budgetKey === undefined) return;
   const used = usage === undefined ? 0 : usage.promptTokens + usage.completionTokens;
   if (hold !== undefined) budgets.settle(hold.reservation, used, nowMs);
-  else budgets.charge(admission.budgetKey, used, nowMs);
 }

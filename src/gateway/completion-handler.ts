@@ -45,6 +45,10 @@ export async function handleCompletion(
   const sessionId = conversation.sessionKey;
   ctx.sessionId = sessionId;
   const client = { ...admission.client, sessionId };
+  // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
+  if (rt.sharedBindings !== undefined && sessionId !== undefined && rt.scheduler.affinityEnabled) {
+    await rt.sharedBindings.prepare(sessionId);
+  }
   let { tier, source: tierSource } = routeTier(client, request, rt.registry, rt.scheduler, settings.tiers);
   if (conversation.owner !== undefined) {
     tier = conversation.owner.tier;
@@ -58,7 +62,7 @@ export async function handleCompletion(
   }
   ctx.tier = tier;
 
-  const hold = reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
+  const hold = await reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
   let usage: TokenUsage | undefined;
   try {
     const result = await runAttemptLoop(

@@ -7,17 +7,24 @@ import { createBalancer } from "../affinity/balancers.js";
 import { ResponseOwners } from "../affinity/response-owners.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
+import { BINDING_SCRIPTS, RedisBindings } from "../affinity/redis-bindings.js";
+import { ReplicatedBindings } from "../affinity/replicated-bindings.js";
+import type { BindingStore } from "../affinity/binding-store.js";
 import { BackendSlots } from "../admission/backend-slots.js";
+import type { BudgetStore } from "../admission/budget-store.js";
+import { RedisBudgetStore } from "../admission/redis-budget-store.js";
 import { TokenBudgets, type BudgetSettings } from "../admission/token-budgets.js";
+import { RedisLink } from "../store/redis-link.js";
 import { missingApiKeyEnv } from "../backends/backend.js";
 import { ConfigError } from "../config/load.js";
 import { EngineLoadPoller, type LoadPollSettings } from "../backends/engine-load-poller.js";
+import { DnsDiscovery, dnsLookup, type EngineLookup } from "../backends/dns-discovery.js";
 import { HealthChecker } from "../backends/health-checker.js";
 import type { HealthThresholds } from "../backends/health-state.js";
 import { BackendRegistry } from "../backends/registry.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
-import type { GatewayConfig } from "../config/schema.js";
+import type { BackendConfig, GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { TierClassifier } from "../routing/tier-classifier.js";
 import { resolveTierSettings } from "../routing/tier-router.js";
@@ -40,6 +47,8 @@ export interface GatewayOptions {
   loadConfig?: () => Promise<GatewayConfig>;
   /** Overrides config.server for tests: listen on this host/port (0 = OS-assigned). */
   listen?: { host: string; port: number };
+  /** How `discovery` entries are resolved (node's DNS resolver by default). */
+  discoveryLookup?: EngineLookup;
   /** The sticky table's secret hash key (two 32-bit words); a fresh random one per process by default. */
   bindingHashKey?: readonly [number, number];
 }
@@ -116,6 +125,16 @@ function maxConnectionsOf(config: GatewayConfig, fileLimit: number | undefined):
   return defaultMaxConnections(fileLimit, upstreamSockets);
 }
 
+/** The budget store the config names: this process's own, or the replicas' shared one in Redis. */
+function createBudgetStore(config: GatewayConfig, metrics: GatewayMetrics, logger: Logger): BudgetStore {
+  const store = config.admission.store;
+  if (store.kind === "memory") return new TokenBudgets(budgetSettings(config));
+  return new RedisBudgetStore(budgetSettings(config), {
+    keyPrefix: store.key_prefix,
+    link: { url: store.url, timeoutMs: store.timeout_ms, logger, health: metrics.budgetStore },
+  });
+}
+
 /** The tier classifier of the runtime's current config, or undefined when it is off. */
 function createClassifier(rt: GatewayRuntime): TierClassifier | undefined {
   const { routing } = rt.settings.config;
@@ -161,6 +180,8 @@ export class Gateway {
   private readonly server: Server;
   private readonly health: HealthChecker;
   private readonly loadPoller: EngineLoadPoller;
+  private readonly discovery: DnsDiscovery;
+  private discoveredIds = new Set<string>();
   private readonly store: StickyTable;
   private readonly random: Random;
   private readonly sweepTimer: NodeJS.Timeout;
@@ -190,6 +211,7 @@ export class Gateway {
     this.random = random;
     const store = new StickyTable(config.affinity.max_bindings, options.bindingHashKey ?? randomHashKey());
     this.store = store;
+    let sharedBindings: ReplicatedBindings | undefined;
     const metrics = new GatewayMetrics({
       backends: () =>
         [...registry.all()].map((b) => ({
@@ -202,11 +224,39 @@ export class Gateway {
         })),
       queueDepth: () => slots.depth,
     });
+    const storeConfig = config.affinity.store;
+    if (storeConfig.kind === "redis") {
+      const link = new RedisLink({
+        url: storeConfig.url,
+        timeoutMs: storeConfig.timeout_ms,
+        name: "bindings",
+        scripts: BINDING_SCRIPTS,
+        logger,
+        health: metrics.bindingStore,
+      });
+      sharedBindings = new ReplicatedBindings({
+        local: store,
+        remote: new RedisBindings(link, storeConfig.key_prefix, config.affinity.sticky_ttl_seconds * 1000),
+        recorder: metrics,
+        tierOf: (backendId) => registry.get(backendId)?.tier,
+        nowMs: () => clock.nowMs(),
+      });
+    }
+    const schedulerStore: BindingStore = sharedBindings ?? store;
     const scheduler = new AffinityScheduler({
-      store: this.store,
+      store: schedulerStore,
       clock,
       balancer: createBalancer(config.affinity.balancer, random),
-      recorder: metrics,
+      // With a shared store, broken bindings are counted by the replica whose script broke them.
+      recorder:
+        sharedBindings === undefined
+          ? metrics
+          : {
+              hit: (tier) => metrics.hit(tier),
+              miss: (tier) => metrics.miss(tier),
+              spill: (tier) => metrics.spill(tier),
+              broken: () => undefined,
+            },
       stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
       rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
       loadFactor: config.affinity.load_factor,
@@ -251,7 +301,8 @@ export class Gateway {
       },
       responseOwners: new ResponseOwners(clock, responseOwnerSettings(config)),
       outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
-      budgets: new TokenBudgets(budgetSettings(config)),
+      budgets: createBudgetStore(config, metrics, logger),
+      sharedBindings,
       classifier: undefined,
       settings: deriveSettings(config, registry.tiers()),
     };
@@ -288,6 +339,19 @@ export class Gateway {
       }
     });
 
+    this.discovery = new DnsDiscovery(config.discovery, {
+      lookup: options.discoveryLookup ?? dnsLookup(config.health.probe_timeout_seconds * 1000),
+      onChange: () => {
+        const changed = this.applyBackends(this.runtime.settings.config);
+        logger.info({ changed }, "discovered engines changed");
+      },
+      onError: (entry, err) =>
+        logger.warn(
+          { name: entry.name, err: err instanceof Error ? err.message : String(err) },
+          "discovery lookup failed: keeping the engines it found last",
+        ),
+    });
+
     this.server = createGatewayServer(this.runtime, {
       accepting: () => this.accepting,
       live: this.live,
@@ -306,6 +370,7 @@ export class Gateway {
 
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
     const gateway = new Gateway(config, options);
+    await gateway.discovery.start();
     await gateway.listen(options.listen ?? { host: config.server.host, port: config.server.port });
     gateway.health.start();
     gateway.loadPoller.start();
@@ -346,16 +411,8 @@ export class Gateway {
   reload(config: GatewayConfig): { changed: string[] } {
     checkEnvironment(config, "reloaded config");
     const rt = this.runtime;
-    const changed: string[] = [];
-    const removed = rt.registry.reconfigure(config.backends, thresholdsOf(config));
-    for (const backend of removed) {
-      // A backend that left the config is handled like an engine going down.
-      const broken = rt.scheduler.onBackendDown(backend.id, backend.tier);
-      rt.slots.rejectWaiters(backend.id, "backend removed from config");
-      rt.attempts.abandon(backend.id, "backend removed from config");
-      rt.pools.drop(backend.id);
-      changed.push(`removed backend ${backend.id} (${broken} bindings broken)`);
-    }
+    const changed = this.applyBackends(config);
+    void this.discovery.configure(config.discovery);
     rt.scheduler.configure({
       stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
       rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
@@ -363,6 +420,7 @@ export class Gateway {
       loadFactor: config.affinity.load_factor,
       sessionless: config.affinity.sessionless,
     });
+    rt.sharedBindings?.configure(config.affinity.sticky_ttl_seconds * 1000);
     rt.slots.configure({
       maxQueueSize: config.admission.max_queue_size,
       queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
@@ -374,11 +432,21 @@ export class Gateway {
     this.loadPoller.configure(loadPollSettings(config));
     rt.responseOwners.configure(responseOwnerSettings(config));
     const budgets = budgetSettings(config);
+    const previousStores = rt.settings.config;
+    if (
+      JSON.stringify(previousStores.admission.store) !== JSON.stringify(config.admission.store) ||
+      JSON.stringify(previousStores.affinity.store) !== JSON.stringify(config.affinity.store)
+    ) {
+      changed.push("affinity.store/admission.store changed: takes effect at the next restart");
+    }
     if (rt.budgets.accepts(budgets)) {
       rt.budgets.configure(budgets);
-    } else {
+    } else if (previousStores.admission.store.kind === "memory") {
       rt.budgets = new TokenBudgets(budgets);
       changed.push("budget window or max_agents changed: budget usage starts afresh");
+    } else {
+      rt.budgets.configure(budgets);
+      changed.push("budget window changed: shared usage is read in the new window's buckets");
     }
     for (const backend of rt.registry.all()) rt.slots.pump(backend);
     this.connections.setLimit(maxConnectionsOf(config, this.fileLimit));
@@ -393,6 +461,39 @@ export class Gateway {
     changed.push(`${config.backends.length} backends in ${rt.registry.tiers().length} tiers`);
     rt.logger.info({ changed }, "config reloaded");
     return { changed };
+  }
+
+  /**
+   * Makes the registry hold the config's static backends plus the discovered ones. A backend that left
+   * (the file, or DNS) is handled like an engine going down; one that arrived takes traffic only after its
+   * first probe succeeds (the registry keeps it down until then).
+   */
+  private applyBackends(config: GatewayConfig): string[] {
+    const rt = this.runtime;
+    const changed: string[] = [];
+    const ids = new Set(config.backends.map((b) => b.id));
+    const discovered = this.discovery.backends().filter((b) => !ids.has(b.id));
+    const wanted: BackendConfig[] = [...config.backends, ...discovered];
+    const removed = rt.registry.reconfigure(wanted, thresholdsOf(config));
+    for (const backend of removed) {
+      const reason = this.discoveredIds.has(backend.id)
+        ? "backend left discovery"
+        : "backend removed from config";
+      const broken = rt.scheduler.onBackendDown(backend.id, backend.tier);
+      rt.slots.rejectWaiters(backend.id, reason);
+      rt.attempts.abandon(backend.id, reason);
+      rt.pools.drop(backend.id);
+      changed.push(`removed backend ${backend.id} (${broken} bindings broken)`);
+    }
+    this.health.configure({
+      intervalMs: config.health.probe_interval_seconds * 1000,
+      timeoutMs: config.health.probe_timeout_seconds * 1000,
+    });
+    this.discoveredIds = new Set(discovered.map((b) => b.id));
+    for (const backend of rt.registry.all()) rt.slots.pump(backend);
+    rt.metrics.initTiers(rt.registry.tiers());
+    rt.settings = deriveSettings(rt.settings.config, rt.registry.tiers());
+    return changed;
   }
 
   private async reloadFromSource(): Promise<{ changed: string[] }> {
@@ -448,9 +549,14 @@ export class Gateway {
     }
     this.server.closeAllConnections();
     clearInterval(this.sweepTimer);
+    this.discovery.stop();
     await this.health.stop();
     await this.loadPoller.stop();
     await this.runtime.pools.close();
+    await this.runtime.sharedBindings?.flush();
+    await this.runtime.sharedBindings?.close();
+    await this.runtime.budgets.flush();
+    await this.runtime.budgets.close();
     await closed;
   }
 }

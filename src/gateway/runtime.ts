@@ -3,7 +3,8 @@ import type { Logger } from "pino";
 import type { ResponseOwners } from "../affinity/response-owners.js";
 import type { AffinityScheduler } from "../affinity/scheduler.js";
 import type { BackendSlots } from "../admission/backend-slots.js";
-import type { TokenBudgets } from "../admission/token-budgets.js";
+import type { BudgetStore } from "../admission/budget-store.js";
+import type { ReplicatedBindings } from "../affinity/replicated-bindings.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import type { GatewayConfig } from "../config/schema.js";
@@ -48,7 +49,9 @@ export interface GatewayRuntime {
   readonly responseOwners: ResponseOwners;
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
-  budgets: TokenBudgets;
+  budgets: BudgetStore;
+  /** Set when bindings are shared (affinity.store kind redis): loads a session's binding before routing. */
+  readonly sharedBindings: ReplicatedBindings | undefined;
   /** The LLM tier classifier, when routing.classifier.enabled. */
   classifier: TierClassifier | undefined;
   settings: RuntimeSettings;

@@ -46,7 +46,8 @@ export function retryAfterOf(value: string | string[] | undefined, nowMs = Date.
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
 /** Why the gateway itself abandoned an attempt (the reason its AttemptAbort carries). */
-export type AbandonReason = "first_byte_timeout" | "backend marked down" | "backend removed from config";
+export type AbandonReason =
+  "first_byte_timeout" | "backend marked down" | "backend removed from config" | "backend left discovery";
 
 /** Turns an undici/socket error of one attempt into an AttemptFailure (the caller checks client aborts first). */
 export function classifyUpstreamError(

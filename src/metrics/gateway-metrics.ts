@@ -2,6 +2,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { AffinityRecorder } from "../affinity/scheduler.js";
 import type { EngineLoad } from "../backends/engine-load.js";
+import type { StoreHealthSink } from "../store/redis-link.js";
 
 /** Values read at scrape time, so the request path does not keep gauges up to date. */
 export interface BackendSnapshot {
@@ -125,6 +126,36 @@ export class GatewayMetrics implements AffinityRecorder {
     "Tokens the engines reported in usage: prompt, of which cached (prefix-cache hits), and completion",
     ["tier", "kind"],
   );
+  private readonly bindingStoreUp = new Gauge({
+    name: "agentserve_binding_store_up",
+    help: "1 while the binding store answers (always 1 for the memory store); 0: this replica decides alone",
+    registers: [this.registry],
+  });
+  private readonly bindingStoreErrors = new Counter({
+    name: "agentserve_binding_store_errors_total",
+    help: "Binding store calls that failed or passed timeout_ms (each one decided locally instead)",
+    registers: [this.registry],
+  });
+  private readonly budgetStoreUp = new Gauge({
+    name: "agentserve_budget_store_up",
+    help: "1 while the budget store answers (always 1 for the memory store); 0: budgets counted locally",
+    registers: [this.registry],
+  });
+  private readonly budgetStoreErrors = new Counter({
+    name: "agentserve_budget_store_errors_total",
+    help: "Budget store calls that failed or passed timeout_ms (each one decided locally instead)",
+    registers: [this.registry],
+  });
+  /** Where the binding store's link reports its health. */
+  readonly bindingStore: StoreHealthSink = {
+    up: (up) => this.bindingStoreUp.set(up ? 1 : 0),
+    error: () => this.bindingStoreErrors.inc(),
+  };
+  /** Where the budget store's link reports its health. */
+  readonly budgetStore: StoreHealthSink = {
+    up: (up) => this.budgetStoreUp.set(up ? 1 : 0),
+    error: () => this.budgetStoreErrors.inc(),
+  };
   private readonly retries = new Counter({
     name: "agentserve_retries_total",
     help: "Attempts retried on another backend after a failure before any byte reached the client",
@@ -181,6 +212,10 @@ export class GatewayMetrics implements AffinityRecorder {
   private readonly ttftChildren = new ChildCache((tier) => this.ttft.labels(tier));
   constructor(source: GaugeSource) {
     const registers = [this.registry];
+    this.bindingStoreUp.set(1);
+    this.bindingStoreErrors.inc(0);
+    this.budgetStoreUp.set(1);
+    this.budgetStoreErrors.inc(0);
     new Gauge({
       name: "agentserve_backend_up",
       help: "1 when the backend is healthy (up or draining), 0 when down",

@@ -81,11 +81,11 @@ describe("TokenBudgets", () => {
 
   it("reserves for requests in flight, clamps to what is left, settles to real usage", () => {
     const b = budgets();
-    const first = b.reserve("a", 600, 10, 0);
+    const first = b.reserveNow("a", 600, 10, 0);
     expect(first).toMatchObject({ allowed: true, granted: 600 });
-    const second = b.reserve("a", 600, 10, 0);
+    const second = b.reserveNow("a", 600, 10, 0);
     expect(second).toMatchObject({ allowed: true, granted: 400 }); // clamped to what the first left
-    const third = b.reserve("a", 600, 10, 0);
+    const third = b.reserveNow("a", 600, 10, 0);
     expect(third).toMatchObject({ allowed: false, reason: "budget", retryAfterSeconds: 1 });
     expect(b.check("a", 0).allowed).toBe(false);
     if (!first.allowed || !second.allowed) throw new Error("expected holds");
@@ -93,28 +93,28 @@ describe("TokenBudgets", () => {
     b.settle(second.reservation, 0, 0); // failed: released
     expect(b.used("a", 0)).toBe(100);
     expect(b.reserved("a")).toBe(0);
-    expect(b.reserve("a", 2000, 10, 0)).toMatchObject({ allowed: true, granted: 900 });
+    expect(b.reserveNow("a", 2000, 10, 0)).toMatchObject({ allowed: true, granted: 900 });
   });
 
   it("a full table refuses a newcomer unless its least recent agent has nothing in the window", () => {
     const b = budgets({}, 2);
     b.charge("x", 5, 0);
     b.charge("y", 5, 0);
-    expect(b.reserve("z", 10, 1, 1)).toMatchObject({ allowed: false, reason: "table_full" });
+    expect(b.reserveNow("z", 10, 1, 1)).toMatchObject({ allowed: false, reason: "table_full" });
     expect(b.used("x", 1)).toBe(5);
     // After the window, x's usage is gone: it may be forgotten for the newcomer.
-    expect(b.reserve("z", 10, 1, HOUR_MS + 1)).toMatchObject({ allowed: true });
+    expect(b.reserveNow("z", 10, 1, HOUR_MS + 1)).toMatchObject({ allowed: true });
     expect(b.agentCount).toBe(2);
   });
 
   it("keyed agents have a table of their own and are never evicted", () => {
     const b = budgets({}, 2);
-    const held = b.reserve("key-agent", 1000, 1, 0, true);
+    const held = b.reserveNow("key-agent", 1000, 1, 0, true);
     if (!held.allowed) throw new Error("expected a hold");
     b.settle(held.reservation, 1000, 0);
     for (let i = 0; i < 50; i++) b.charge(`anon-${i}`, 1, 0);
-    for (let i = 0; i < 50; i++) b.reserve(`late-${i}`, 1, 1, HOUR_MS - 1);
+    for (let i = 0; i < 50; i++) b.reserveNow(`late-${i}`, 1, 1, HOUR_MS - 1);
     expect(b.used("key-agent", 1)).toBe(1000);
-    expect(b.reserve("key-agent", 10, 1, 1, true)).toMatchObject({ allowed: false, reason: "budget" });
+    expect(b.reserveNow("key-agent", 10, 1, 1, true)).toMatchObject({ allowed: false, reason: "budget" });
   });
 });

@@ -54,11 +54,16 @@ describe("StickyTable basics", () => {
     expect(total).toBe(5_000);
   });
 
-  it("refuses a 65,536th distinct backend id (the tombstone value is reserved)", () => {
-    const table = newTable(1);
-    for (let i = 0; i < 0xffff; i++) set(table, "s", `b${i}`, 10, 0);
-    expect(table.get("s", 0)).toBe(`b${0xffff - 1}`);
-    expect(() => set(table, "s", "one-too-many", 10, 0)).toThrow(RangeError);
+  it("refuses a 65,536th backend holding bindings at once (the tombstone value is reserved)", () => {
+    const table = newTable(0x10000);
+    for (let i = 0; i < 0xffff; i++) set(table, `s${i}`, `b${i}`, 10, 0);
+    expect(table.get("s0", 0)).toBe("b0");
+    expect(() => set(table, "s-new", "one-too-many", 10, 0)).toThrow(RangeError);
+    // Rebinding within the known backends still works, and one freed index is enough for a new id.
+    set(table, "s0", "b1", 10, 0);
+    set(table, "s-new", "one-more", 10, 0);
+    expect(table.get("s-new", 0)).toBe("one-more");
+    expect(table.get("s1", 0)).toBe("b1");
   });
 });
 
@@ -514,5 +519,25 @@ describe("StickyTable against a reference model", () => {
       ),
       { seed: 42, numRuns: 200 },
     );
+  });
+});
+
+describe("StickyTable backend indices (engines that come and go)", () => {
+  it("outlives 65,535 engine ids: indices of backends nothing points at are reused", () => {
+    const table = new StickyTable(1000, TEST_HASH_KEY);
+    table.bind("long-lived", hashSession("long-lived"), "engine-keep", 1e12, 0);
+    for (let i = 0; i < 70_000; i++) {
+      const engine = `pod-${i}`;
+      table.bind(`s-${i % 50}`, hashSession(`s-${i % 50}`), engine, 1e12, i);
+      // The pod goes away: its bindings break (the session moves on with its next bind).
+      if (i % 2 === 0) table.breakBackend(engine, i);
+    }
+    expect(table.get("long-lived", 1)).toBe("engine-keep");
+    expect(table.countFor("engine-keep")).toBe(1);
+    // The last pods' sessions point where they were bound; a broken one says so.
+    expect(table.get("s-49", 1)).toBe("pod-69999");
+    expect(table.get("s-48", 1)).toBe(BROKEN);
+    expect(table.countFor("pod-69999")).toBe(1);
+    expect(table.countFor("pod-69998")).toBe(0);
   });
 });

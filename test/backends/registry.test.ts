@@ -167,12 +167,20 @@ describe("BackendRegistry", () => {
         .sort(),
     ).toEqual(["big-0", "small-0", "small-2"]);
 
-    // The new thresholds apply to kept and added backends alike.
+    // An added backend takes no traffic until a probe says it answers (a request outcome is not enough).
+    const added = registry.get("small-2")!;
+    expect(added.state).toBe("down");
     const transitions: string[] = [];
     registry.onHealthChange((t) => transitions.push(`${t.backend.id}:${t.to}`));
+    registry.recordOutcome(added, false, "probe");
+    registry.recordOutcome(added, true, "request");
+    expect(added.state).toBe("down");
+    registry.recordOutcome(added, true, "probe");
+    expect(added.state).toBe("up");
+    // The new thresholds apply to kept and added backends alike.
     registry.recordOutcome(kept, false, "probe");
-    registry.recordOutcome(registry.get("small-2")!, false, "probe");
-    expect(transitions).toEqual(["small-0:down", "small-2:down"]);
+    registry.recordOutcome(added, false, "probe");
+    expect(transitions).toEqual(["small-2:up", "small-0:down", "small-2:down"]);
   });
 
   it("reconfigure with the same list removes nothing", () => {

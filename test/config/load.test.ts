@@ -10,7 +10,6 @@ import {
   parseConfig,
   parseConfigText,
 } from "../../src/config/load.js";
-import { DISCOVERY_NOT_SUPPORTED_YET, redisNotSupportedYet } from "../../src/config/shared-state.js";
 
 const DEFAULT_CONFIG = fileURLToPath(new URL("../../configs/gateway.yaml", import.meta.url));
 
@@ -274,8 +273,16 @@ describe("bad configs name the path of every problem", () => {
       `backends:\n  - { id: a, tier: small, base_url: "http://h:1" }\n`,
       ["backends[0].model: must be the model id the engine serves"],
     ],
-    ["no backends key", "server: { port: 1 }\n", ["backends: must be a list of backends"]],
-    ["an empty backend list", "backends: []\n", ["backends: must list at least one backend"]],
+    [
+      "no backends key",
+      "server: { port: 1 }\n",
+      ["backends: must list at least one backend (or name engines to find under discovery)"],
+    ],
+    [
+      "an empty backend list",
+      "backends: []\n",
+      ["backends: must list at least one backend (or name engines to find under discovery)"],
+    ],
     [
       "a short admin token",
       `${ONE_BACKEND}server: { admin_token: short }\n`,
@@ -352,7 +359,7 @@ describe("bad configs name the path of every problem", () => {
   });
 });
 
-describe("shared stores and discovery (issue 14): memory is built, redis and discovery are refused", () => {
+describe("shared stores and discovery (issue 14)", () => {
   it("accepts {kind: memory} for both stores, as the default does", () => {
     const config = parseConfigText(
       `${ONE_BACKEND}affinity: { store: { kind: memory } }\nadmission: { store: { kind: memory } }\n`,
@@ -361,39 +368,86 @@ describe("shared stores and discovery (issue 14): memory is built, redis and dis
     );
     expect(config.affinity.store).toEqual({ kind: "memory" });
     expect(config.admission.store).toEqual({ kind: "memory" });
-    expect(config.discovery).toBeUndefined();
+    expect(config.discovery).toEqual([]);
   });
 
-  it("refuses {kind: redis} with a message saying it is not built, never running on memory instead", () => {
-    const redis = `{ kind: redis, url: "redis://redis:6379/0", timeout_ms: 50 }`;
+  it("accepts {kind: redis} with its defaults", () => {
+    const config = parseConfigText(
+      `${ONE_BACKEND}affinity: { store: { kind: redis, url: "redis://redis:6379/0" } }\n` +
+        `admission: { store: { kind: redis, url: "redis://redis:6379/1", timeout_ms: 20, key_prefix: "b:" } }\n`,
+      "redis.yaml",
+      {},
+    );
+    expect(config.affinity.store).toEqual({
+      kind: "redis",
+      url: "redis://redis:6379/0",
+      timeout_ms: 50,
+      key_prefix: "agentserve:aff:",
+    });
+    expect(config.admission.store).toEqual({
+      kind: "redis",
+      url: "redis://redis:6379/1",
+      timeout_ms: 20,
+      key_prefix: "b:",
+    });
+  });
+
+  it("refuses a bad redis store, naming the path", () => {
     expect(
-      problemsOf(`${ONE_BACKEND}affinity: { store: ${redis} }\nadmission: { store: ${redis} }\n`),
-    ).toEqual([
-      `admission.store: ${redisNotSupportedYet("budget")}`,
-      `affinity.store: ${redisNotSupportedYet("binding")}`,
+      problemsOf(`${ONE_BACKEND}affinity: { store: { kind: redis, url: "http://redis:6379" } }\n`),
+    ).toEqual(["affinity.store.url: must be a redis:// URL: redis://HOST:PORT/DB (rediss:// for TLS)"]);
+    expect(problemsOf(`${ONE_BACKEND}admission: { store: { kind: redis } }\n`)).toEqual([
+      "admission.store.url: must be a redis:// URL",
     ]);
-    expect(redisNotSupportedYet("binding")).toMatch(/not supported yet/);
+    expect(
+      problemsOf(
+        `${ONE_BACKEND}affinity: { rebalance_on_backend_recovery: true, store: { kind: redis, url: "redis://r:6379/0" } }\n`,
+      ),
+    ).toEqual([
+      "affinity.rebalance_on_backend_recovery: is not supported with affinity.store kind redis (moves would apply to one replica only)",
+    ]);
   });
 
-  it("refuses discovery entries, even an empty list, naming the key", () => {
-    const entry = `[{ name: vllm.ns.svc.cluster.local, tier: small, type: A, port: 8000, model: m, refresh_seconds: 10 }]`;
-    expect(problemsOf(`${ONE_BACKEND}discovery: ${entry}\n`)).toEqual([
-      `discovery: ${DISCOVERY_NOT_SUPPORTED_YET}`,
+  it("accepts discovery entries, and a config whose engines all come from discovery", () => {
+    const config = parseConfigText(
+      `discovery: [{ name: vllm.ns.svc.cluster.local, tier: small, type: A, port: 8000, model: m, refresh_seconds: 10 }]\n`,
+      "dns.yaml",
+      {},
+    );
+    expect(config.backends).toEqual([]);
+    expect(config.discovery).toEqual([
+      {
+        name: "vllm.ns.svc.cluster.local",
+        tier: "small",
+        type: "A",
+        port: 8000,
+        scheme: "http",
+        model: "m",
+        max_inflight: 64,
+        weight: 1,
+        refresh_seconds: 10,
+      },
     ]);
-    expect(problemsOf(`${ONE_BACKEND}discovery: []\n`)).toEqual([
-      `discovery: ${DISCOVERY_NOT_SUPPORTED_YET}`,
+  });
+
+  it("refuses an A entry without a port and a name that is not a DNS name", () => {
+    expect(problemsOf(`${ONE_BACKEND}discovery: [{ name: vllm.svc, tier: small, model: m }]\n`)).toEqual([
+      "discovery[0].port: is required for A and AAAA records",
     ]);
+    expect(
+      problemsOf(`${ONE_BACKEND}discovery: [{ name: "no such name", tier: small, type: SRV, model: m }]\n`),
+    ).toEqual(["discovery[0].name: must be a DNS name"]);
   });
 
   it("names the path of a bad store", () => {
     expect(problemsOf(`${ONE_BACKEND}affinity: { store: { kind: etcd } }\n`)).toEqual([
-      "affinity.store.kind: must be {kind: memory}, the only store built so far",
+      "affinity.store.kind: must be {kind: memory} or {kind: redis, url, timeout_ms, key_prefix}",
     ]);
     expect(problemsOf(`${ONE_BACKEND}admission: { store: { kind: memory, url: "redis://x" } }\n`)).toEqual([
       "admission.store.url: unknown key",
     ]);
     expect(problemsOf(`${ONE_BACKEND}affinity: { store: memory }\n`)).toEqual([
-      "affinity.store: must be {kind: memory}, the only store built so far",
+      "affinity.store: must be {kind: memory} or {kind: redis, url, timeout_ms, key_prefix}",
     ]);
   });
 });

@@ -1,8 +1,7 @@
-// The ConfigMap's gateway.yaml through the gateway's own loader: refused today exactly for the parts issue 14 has not built, valid otherwise, and consistent with the manifests.
+// The ConfigMap's gateway.yaml through the gateway's own loader: valid, and consistent with the manifests.
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { ConfigError, parseConfig, parseConfigText } from "../../src/config/load.js";
-import { DISCOVERY_NOT_SUPPORTED_YET, redisNotSupportedYet } from "../../src/config/shared-state.js";
+import { parseConfig, parseConfigText } from "../../src/config/load.js";
 import { byName, containerPort, podOf, renderBase } from "./base.js";
 
 const base = renderBase();
@@ -58,23 +57,12 @@ function withoutUnbuiltParts(config: RawConfig): Record<string, unknown> {
 }
 
 describe("the ConfigMap's gateway.yaml", () => {
-  it("is refused by today's loader for exactly the parts issue 14 has not built (flips when they land)", () => {
-    let problems: readonly string[] = [];
-    try {
-      parseConfigText(text, "gateway.yaml", {});
-    } catch (err) {
-      if (!(err instanceof ConfigError)) throw err;
-      problems = err.problems;
-    }
-    expect([...problems].sort()).toEqual(
-      [
-        // Engines come only from discovery, so there is no static list (a discovery-aware schema relaxes this).
-        "backends: must be a list of backends",
-        `admission.store: ${redisNotSupportedYet("budget")}`,
-        `affinity.store: ${redisNotSupportedYet("binding")}`,
-        `discovery: ${DISCOVERY_NOT_SUPPORTED_YET}`,
-      ].sort(),
-    );
+  it("is accepted by the gateway's own loader: engines from discovery, both stores on redis", () => {
+    const config = parseConfigText(text, "gateway.yaml", {});
+    expect(config.backends).toEqual([]);
+    expect(config.discovery).toHaveLength(1);
+    expect(config.affinity.store.kind).toBe("redis");
+    expect(config.admission.store.kind).toBe("redis");
   });
 
   it("is accepted by the loader once those parts are replaced by what runs today", () => {

@@ -1,4 +1,5 @@
 // A flood of distinct session and agent ids leaves every per-client table at its cap, and the gateway serving.
+import type { TokenBudgets } from "../../src/admission/token-budgets.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chat, metaOf, metricValue, scrape, startCluster, type Cluster } from "../helpers/cluster.js";
 
@@ -37,7 +38,7 @@ describe("bounded state under a flood of ids", () => {
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     const metrics = await scrape(cluster.url);
     expect(metricValue(metrics, "agentserve_sticky_bindings", { tier: "small" })).toBe(500);
-    expect(cluster.gateway.runtime.budgets.agentCount).toBe(200);
+    expect((cluster.gateway.runtime.budgets as TokenBudgets).agentCount).toBe(200);
 
     // The most recent sessions are still bound; the earliest were evicted and start over.
     const last = `flood-${total - 1}-${Math.imul(total - 1, 2654435761) >>> 0}`;

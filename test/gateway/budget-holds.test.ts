@@ -1,4 +1,5 @@
 // Budgets that hold under concurrency: in-flight requests reserve tokens, max_tokens is clamped, tables refuse.
+import { TokenBudgets } from "../../src/admission/token-budgets.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/gateway/client-auth.js";
 import {
@@ -53,12 +54,14 @@ describe("budgets that hold", () => {
         async () => (await post(gw.url, ASK(100), { "x-agent-id": "bursty" })).status,
       ),
     );
-    const used = gw.gateway.runtime.budgets.used("bursty", gw.gateway.runtime.clock.nowMs());
+    const budgets = gw.gateway.runtime.budgets;
+    expect(budgets).toBeInstanceOf(TokenBudgets);
+    const used = (budgets as TokenBudgets).used("bursty", gw.gateway.runtime.clock.nowMs());
     expect(used).toBeLessThanOrEqual(3000);
     expect(used).toBeGreaterThan(1000); // the budget was used, not refused wholesale
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(5);
     expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
-    expect(gw.gateway.runtime.budgets.reserved("bursty")).toBe(0); // every hold settled
+    expect((budgets as TokenBudgets).reserved("bursty")).toBe(0); // every hold settled
   });
 
   it("clamps max_tokens to what the budget has left, and one without max_tokens too; 429 when nothing is left", async () => {
@@ -72,7 +75,7 @@ describe("budgets that hold", () => {
     const big = await post(gw.url, ASK(20_000), { "x-agent-id": "greedy" });
     expect(big.status).toBe(200);
     const clock = gw.gateway.runtime.clock;
-    expect(gw.gateway.runtime.budgets.used("greedy", clock.nowMs())).toBeLessThanOrEqual(2000);
+    expect(await gw.gateway.runtime.budgets.usage("greedy", clock.nowMs())).toBeLessThanOrEqual(2000);
     expect(seen[0]).toBeLessThan(2000);
     const refused = await post(gw.url, ASK(), { "x-agent-id": "greedy" });
     expect(refused.status).toBe(429);
@@ -81,7 +84,7 @@ describe("budgets that hold", () => {
     const open = await post(gw.url, ASK(), { "x-agent-id": "open-ended" });
     expect(open.status).toBe(200);
     expect(seen[1]).toBeGreaterThan(0);
-    expect(gw.gateway.runtime.budgets.used("open-ended", clock.nowMs())).toBeLessThanOrEqual(2000);
+    expect(await gw.gateway.runtime.budgets.usage("open-ended", clock.nowMs())).toBeLessThanOrEqual(2000);
   });
 
   it("a full agent table refuses newcomers instead of forgetting an agent that spent; keyed agents are never evicted", async () => {

@@ -60,6 +60,10 @@ describe("GatewayMetrics: the contract names", () => {
     expect(Object.fromEntries([...found].filter(([name]) => name.startsWith("agentserve_")))).toEqual({
       agentserve_affinity_hits_total: "counter",
       agentserve_affinity_misses_total: "counter",
+      agentserve_binding_store_errors_total: "counter",
+      agentserve_binding_store_up: "gauge",
+      agentserve_budget_store_errors_total: "counter",
+      agentserve_budget_store_up: "gauge",
       agentserve_affinity_broken_total: "counter",
       agentserve_affinity_spills_total: "counter",
       agentserve_requests_total: "counter",

@@ -1,0 +1,191 @@
+// Session bindings in Redis (or Valkey), shared by every replica: four atomic Lua scripts and their replies.
+import { LuaScript, UNAVAILABLE, type RedisLink, type Unavailable } from "../store/redis-link.js";
+
+/*
+ * Keys, under the configured prefix P:
+ *   P b:<session>        "backend|epoch|expiresAtMs|atMs"; backend "" once broken. The key itself lives until
+ *                        expiresAtMs + graceMs, so a lapsed binding can still be told from one never made.
+ *   P e:<backend>        hash {n: the backend's epoch, t: when it last broke (ms)}; absent = epoch 0.
+ *   P s:<backend>:<n>    sorted set of the sessions bound to the backend at epoch n, scored by expiry.
+ * "Break every binding of backend X" is one script: count the live members of X's current set, drop the
+ * set (UNLINK frees it off the main thread), bump X's epoch. A binding written at an older epoch reads as
+ * broken from then on, so nothing is walked: O(1) however many bindings X held (besides trimming members
+ * that had already lapsed, each trimmed once). Every write carries the time its decision was made (atMs);
+ * a write older than what the key holds, or than the backend's last break, changes nothing, so a write
+ * replayed after an outage never overwrites a newer decision of another replica.
+ */
+
+const PARSE = `
+local function parse(value)
+  local backend, epoch, expires, at = string.match(value, '^([^|]*)|(%d+)|(%d+)|(%d+)$')
+  return backend, epoch, tonumber(expires), tonumber(at), expires
+end
+local function epochOf(prefix, backend)
+  return redis.call('HGET', prefix .. 'e:' .. backend, 'n') or '0'
+end
+`;
+
+/** KEYS: b:<session>. ARGV: nowMs, prefix. Returns nil | {"live", backend, exp} | {"expired", backend, exp} | {"broken", backend}. */
+const LOOKUP = new LuaScript(
+  `${PARSE}
+local value = redis.call('GET', KEYS[1])
+if not value then return false end
+local backend, epoch, expires, written, rawExpires = parse(value)
+if backend == nil then return false end
+if backend == '' then return { 'broken', '' } end
+if epoch ~= epochOf(ARGV[2], backend) then return { 'broken', backend } end
+if expires <= tonumber(ARGV[1]) then return { 'expired', backend, rawExpires } end
+return { 'live', backend, rawExpires }
+`,
+  1,
+);
+
+/**
+ * KEYS: b:<session>. ARGV: atMs, backend, expiresAtMs, keepMs, prefix, session. Times are the replicas'
+ * (an injected clock); Redis's own expiry only collects garbage, keepMs after the write (TTL + grace).
+ * Binds (or refreshes) the session to the backend unless a newer decision stands. Returns 1 if written.
+ */
+const WRITE = new LuaScript(
+  `${PARSE}
+local at = tonumber(ARGV[1])
+local prefix = ARGV[5]
+local old = redis.call('GET', KEYS[1])
+local oldBackend, oldEpoch, oldExpires, oldAt
+if old then
+  oldBackend, oldEpoch, oldExpires, oldAt = parse(old)
+  if oldAt ~= nil and oldAt > at then return 0 end
+end
+local state = redis.call('HMGET', prefix .. 'e:' .. ARGV[2], 'n', 't')
+local epoch = state[1] or '0'
+if state[2] and tonumber(state[2]) > at then return 0 end
+if oldBackend ~= nil and oldBackend ~= '' and (oldBackend ~= ARGV[2] or oldEpoch ~= epoch) then
+  redis.call('ZREM', prefix .. 's:' .. oldBackend .. ':' .. oldEpoch, ARGV[6])
+end
+redis.call('SET', KEYS[1], ARGV[2] .. '|' .. epoch .. '|' .. ARGV[3] .. '|' .. ARGV[1], 'PX', ARGV[4])
+local members = prefix .. 's:' .. ARGV[2] .. ':' .. epoch
+redis.call('ZADD', members, ARGV[3], ARGV[6])
+redis.call('PEXPIRE', members, ARGV[4], 'GT')
+redis.call('PEXPIRE', members, ARGV[4], 'NX')
+return 1
+`,
+  1,
+);
+
+/**
+ * KEYS: b:<session>. ARGV: atMs, backend, prefix, session. Breaks the binding if it is live, to that backend,
+ * at its current epoch, and not written after atMs. Returns 1 only for the one call that broke it.
+ */
+const BREAK = new LuaScript(
+  `${PARSE}
+local at = tonumber(ARGV[1])
+local value = redis.call('GET', KEYS[1])
+if not value then return 0 end
+local backend, epoch, expires, written, rawExpires = parse(value)
+if backend ~= ARGV[2] or epoch ~= epochOf(ARGV[3], backend) then return 0 end
+if expires <= at or written > at then return 0 end
+redis.call('SET', KEYS[1], '|' .. epoch .. '|' .. rawExpires .. '|' .. ARGV[1], 'KEEPTTL')
+redis.call('ZREM', ARGV[3] .. 's:' .. backend .. ':' .. epoch, ARGV[4])
+return 1
+`,
+  1,
+);
+
+/** KEYS: e:<backend>. ARGV: atMs, prefix, backend. Breaks every live binding of the backend; returns how many. */
+const BREAK_BACKEND = new LuaScript(
+  `
+local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+local members = ARGV[2] .. 's:' .. ARGV[3] .. ':' .. n
+redis.call('ZREMRANGEBYSCORE', members, '-inf', ARGV[1])
+local count = redis.call('ZCARD', members)
+redis.call('UNLINK', members)
+redis.call('HSET', KEYS[1], 'n', n + 1, 't', ARGV[1])
+return count
+`,
+  1,
+);
+
+/** Loaded by the link on every connect. */
+export const BINDING_SCRIPTS: readonly LuaScript[] = [LOOKUP, WRITE, BREAK, BREAK_BACKEND];
+
+/** What Redis knows of a session. */
+export type RemoteBinding =
+  | { state: "absent" }
+  | { state: "live"; backendId: string; expiresAtMs: number }
+  | { state: "expired"; backendId: string; expiresAtMs: number }
+  | { state: "broken"; backendId: string };
+
+/** The four operations on the shared bindings; every one resolves UNAVAILABLE (never rejects) when Redis is away. */
+export class RedisBindings {
+  constructor(
+    readonly link: RedisLink,
+    private readonly prefix: string,
+    /** How long a lapsed binding is remembered (so the next turn says rebind_expired): the sticky TTL. */
+    private graceMs: number,
+  ) {}
+
+  setGraceMs(graceMs: number): void {
+    this.graceMs = graceMs;
+  }
+
+  async lookup(sessionId: string, nowMs: number): Promise<RemoteBinding | Unavailable> {
+    const reply = await this.link.run(
+      LOOKUP,
+      [this.prefix + "b:" + sessionId],
+      [Math.floor(nowMs), this.prefix],
+    );
+    if (reply === UNAVAILABLE) return UNAVAILABLE;
+    if (!Array.isArray(reply)) return { state: "absent" };
+    const [state, backendId, expires] = reply as string[];
+    if (state === "broken") return { state: "broken", backendId: backendId! };
+    const expiresAtMs = Number(expires);
+    return state === "live"
+      ? { state: "live", backendId: backendId!, expiresAtMs }
+      : { state: "expired", backendId: backendId!, expiresAtMs };
+  }
+
+  write(
+    sessionId: string,
+    backendId: string,
+    expiresAtMs: number,
+    atMs: number,
+    onDone: (written: boolean | Unavailable) => void,
+  ): void {
+    const expires = Math.ceil(expiresAtMs);
+    this.link.send(
+      WRITE,
+      [this.prefix + "b:" + sessionId],
+      [
+        Math.floor(atMs),
+        backendId,
+        expires,
+        expires + Math.max(1, Math.ceil(this.graceMs)),
+        this.prefix,
+        sessionId,
+      ],
+      (reply) => onDone(reply === UNAVAILABLE ? UNAVAILABLE : reply === 1),
+    );
+  }
+
+  breakBinding(
+    sessionId: string,
+    backendId: string,
+    atMs: number,
+    onDone: (broke: boolean | Unavailable) => void,
+  ): void {
+    this.link.send(
+      BREAK,
+      [this.prefix + "b:" + sessionId],
+      [Math.floor(atMs), backendId, this.prefix, sessionId],
+      (reply) => onDone(reply === UNAVAILABLE ? UNAVAILABLE : reply === 1),
+    );
+  }
+
+  breakBackend(backendId: string, atMs: number, onDone: (broken: number | Unavailable) => void): void {
+    this.link.send(
+      BREAK_BACKEND,
+      [this.prefix + "e:" + backendId],
+      [Math.floor(atMs), this.prefix, backendId],
+      (reply) => onDone(typeof reply === "number" ? reply : UNAVAILABLE),
+    );
+  }
+}

@@ -1,0 +1,222 @@
+// The binding store of a replica with a shared store: the local table decides, Redis keeps replicas in step.
+//
+// The scheduler stays synchronous and pure: it reads and writes the local StickyTable through this class.
+// Before a request's first selection the attempt loop awaits prepare(), one scripted round trip that loads
+// the shared binding of the session (live, lapsed, broken or absent) into the local table. Every bind,
+// refresh and break the scheduler makes is written back without waiting (in order, on one connection, each
+// with the time of its decision, so a late write never overwrites a newer one). When Redis is slow or
+// away nothing waits for it: the local table and rendezvous decide, writes queue and are replayed when it
+// answers again. Broken bindings are counted here, not by the scheduler: by the replica whose script
+// actually broke them, so the sum over replicas counts each once.
+import type { BindingLookup, BindingStore } from "./binding-store.js";
+import type { Hash64 } from "./hash.js";
+import { UNAVAILABLE } from "../store/redis-link.js";
+import type { RedisBindings } from "./redis-bindings.js";
+import { hashSession } from "./rendezvous.js";
+import type { StickyTable } from "./sticky-table.js";
+
+export interface BrokenRecorder {
+  broken(tier: string, count: number): void;
+}
+
+type PendingWrite =
+  | { kind: "write"; sessionId: string; backendId: string; expiresAtMs: number; atMs: number }
+  | { kind: "break"; sessionId: string; backendId: string; atMs: number }
+  | { kind: "breakBackend"; backendId: string; atMs: number };
+
+/** Writes that wait for Redis to come back, at most; the oldest are dropped first (the local table has them). */
+const MAX_PENDING = 100_000;
+
+export interface ReplicatedBindingsOptions {
+  local: StickyTable;
+  remote: RedisBindings;
+  recorder: BrokenRecorder;
+  /** The tier of a backend id (for the broken counter's label), if the replica knows it. */
+  tierOf: (backendId: string) => string | undefined;
+  nowMs: () => number;
+}
+
+export class ReplicatedBindings implements BindingStore {
+  private readonly local: StickyTable;
+  private readonly remote: RedisBindings;
+  private pending: PendingWrite[] = [];
+
+  constructor(private readonly options: ReplicatedBindingsOptions) {
+    this.local = options.local;
+    this.remote = options.remote;
+    this.remote.link.onReady(() => this.replay());
+  }
+
+  /** True while the shared store answers (the binding_store_up gauge). */
+  get shared(): boolean {
+    return this.remote.link.up;
+  }
+
+  get pendingWrites(): number {
+    return this.pending.length;
+  }
+
+  /**
+   * Loads the session's shared binding into the local table (one round trip, bounded by the store's
+   * timeout). When Redis does not answer, the local table stays as it is and decides alone.
+   */
+  async prepare(sessionId: string): Promise<void> {
+    const nowMs = this.options.nowMs();
+    const remote = await this.remote.lookup(sessionId, nowMs);
+    if (remote === UNAVAILABLE) return;
+    switch (remote.state) {
+      case "absent":
+        this.local.delete(sessionId);
+        return;
+      case "live":
+      case "expired":
+        this.local.bind(sessionId, hashSession(sessionId), remote.backendId, remote.expiresAtMs, nowMs);
+        return;
+      case "broken": {
+        if (remote.backendId === "") {
+          // Broken by a request failure: which backend no longer matters, only that the next turn moves.
+          this.local.delete(sessionId);
+          this.local.bind(sessionId, hashSession(sessionId), BROKEN_PLACEHOLDER, nowMs + 1, nowMs);
+          this.local.breakBinding(sessionId, BROKEN_PLACEHOLDER, nowMs);
+        } else {
+          this.local.bind(sessionId, hashSession(sessionId), remote.backendId, nowMs + 1, nowMs);
+          this.local.breakBinding(sessionId, remote.backendId, nowMs);
+        }
+        return;
+      }
+    }
+  }
+
+  /** Resolves when every write-back sent so far has been answered (or failed open). */
+  flush(): Promise<void> {
+    return this.remote.link.flush();
+  }
+
+  /** A reloaded sticky TTL: how long lapsed bindings stay readable as lapsed. */
+  configure(stickyTtlMs: number): void {
+    this.remote.setGraceMs(stickyTtlMs);
+  }
+
+  async close(): Promise<void> {
+    await this.remote.link.close();
+  }
+
+  get size(): number {
+    return this.local.size;
+  }
+
+  get evictions(): number {
+    return this.local.evictions;
+  }
+
+  get(sessionId: string, nowMs: number): BindingLookup {
+    return this.local.get(sessionId, nowMs);
+  }
+
+  bind(sessionId: string, placement: Hash64, backendId: string, expiresAtMs: number, nowMs: number): void {
+    this.local.bind(sessionId, placement, backendId, expiresAtMs, nowMs);
+    this.send({ kind: "write", sessionId, backendId, expiresAtMs, atMs: nowMs }, false);
+  }
+
+  refresh(sessionId: string, expiresAtMs: number): void {
+    const backendId = this.local.get(sessionId, -Infinity);
+    this.local.refresh(sessionId, expiresAtMs);
+    if (typeof backendId !== "string") return;
+    this.send({ kind: "write", sessionId, backendId, expiresAtMs, atMs: this.options.nowMs() }, false);
+  }
+
+  delete(sessionId: string): void {
+    this.local.delete(sessionId);
+  }
+
+  breakBinding(sessionId: string, backendId: string, nowMs: number): boolean {
+    const broke = this.local.breakBinding(sessionId, backendId, nowMs);
+    if (broke) this.send({ kind: "break", sessionId, backendId, atMs: nowMs }, false);
+    return broke;
+  }
+
+  breakBackend(backendId: string, nowMs: number): number {
+    const broken = this.local.breakBackend(backendId, nowMs);
+    this.send({ kind: "breakBackend", backendId, atMs: nowMs }, false, broken);
+    return broken;
+  }
+
+  countFor(backendId: string): number {
+    return this.local.countFor(backendId);
+  }
+
+  /** Local only: the config refuses rebalance_on_backend_recovery with a shared store. */
+  moveSessions(
+    fromBackendId: string,
+    toBackendId: string,
+    nowMs: number,
+    shouldMove: (placement: Hash64) => boolean,
+  ): number {
+    return this.local.moveSessions(fromBackendId, toBackendId, nowMs, shouldMove);
+  }
+
+  clear(): void {
+    this.local.clear();
+  }
+
+  sweep(nowMs: number, maxEntries: number): number {
+    return this.local.sweep(nowMs, maxEntries);
+  }
+
+  /**
+   * Sends one write-back. While Redis is away it is queued instead, and a break is counted here at once
+   * (`localCount`: what the local table broke), since no script will; `counted` marks a queued break so
+   * its replay does not count it again.
+   */
+  private send(write: PendingWrite, counted: boolean, localCount = 1): void {
+    if (!this.remote.link.up) {
+      if (!counted && write.kind !== "write") this.count(write.backendId, localCount);
+      this.queue(write);
+      return;
+    }
+    const requeue = () => {
+      if (!counted && write.kind !== "write") this.count(write.backendId, localCount);
+      this.queue(write);
+    };
+    switch (write.kind) {
+      case "write":
+        this.remote.write(write.sessionId, write.backendId, write.expiresAtMs, write.atMs, (written) => {
+          if (written === UNAVAILABLE) requeue();
+        });
+        return;
+      case "break":
+        this.remote.breakBinding(write.sessionId, write.backendId, write.atMs, (broke) => {
+          if (broke === UNAVAILABLE) requeue();
+          else if (broke && !counted) this.count(write.backendId, 1);
+        });
+        return;
+      case "breakBackend":
+        this.remote.breakBackend(write.backendId, write.atMs, (broken) => {
+          if (broken === UNAVAILABLE) requeue();
+          else if (broken > 0 && !counted) this.count(write.backendId, broken);
+        });
+        return;
+    }
+  }
+
+  private count(backendId: string, broken: number): void {
+    if (broken <= 0) return;
+    const tier = this.options.tierOf(backendId);
+    if (tier !== undefined) this.options.recorder.broken(tier, broken);
+  }
+
+  private queue(write: PendingWrite): void {
+    this.pending.push(write);
+    if (this.pending.length > MAX_PENDING) this.pending.splice(0, this.pending.length - MAX_PENDING);
+  }
+
+  /** Redis answers again: what was decided meanwhile goes out in order (breaks already counted). */
+  private replay(): void {
+    const pending = this.pending;
+    this.pending = [];
+    for (const write of pending) this.send(write, true);
+  }
+}
+
+/** A backend id no config can hold (ids never contain '|'): stands for "broken, whichever backend it was". */
+const BROKEN_PLACEHOLDER = "|broken|";

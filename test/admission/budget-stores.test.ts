@@ -1,0 +1,188 @@
+// One contract every budget store passes (memory and redis), plus the redis store's failing open.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { BudgetStore } from "../../src/admission/budget-store.js";
+import { RedisBudgetStore } from "../../src/admission/redis-budget-store.js";
+import { TokenBudgets, type BudgetSettings } from "../../src/admission/token-budgets.js";
+import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+
+const MINUTE_MS = 60_000;
+const SETTINGS: BudgetSettings = {
+  windowMs: 60 * MINUTE_MS,
+  defaultBudget: 1000,
+  overrides: new Map([["big", 5000]]),
+  maxAgents: 1000,
+};
+const quietLogger = { warn: () => undefined, info: () => undefined };
+
+interface Health {
+  up: boolean | undefined;
+  errors: number;
+}
+
+/** A store kind: `replicas(n)` gives n views of one shared budget (one process's store for memory). */
+interface StoreKind {
+  name: string;
+  skip: boolean;
+  replicas(n: number): Promise<BudgetStore[]>;
+}
+
+let redis: RedisServer | undefined;
+const redisTool = redisAvailable();
+let prefixCounter = 0;
+const opened: RedisBudgetStore[] = [];
+
+async function redisReplicas(n: number, health?: Health, timeoutMs = 200): Promise<RedisBudgetStore[]> {
+  const keyPrefix = `t${prefixCounter++}:`;
+  const stores: RedisBudgetStore[] = [];
+  for (let i = 0; i < n; i++) {
+    const store = new RedisBudgetStore(SETTINGS, {
+      keyPrefix,
+      link: {
+        url: redis!.url,
+        timeoutMs,
+        logger: quietLogger,
+        health: {
+          up: (up) => {
+            if (health) health.up = up;
+          },
+          error: () => {
+            if (health) health.errors++;
+          },
+        },
+      },
+    });
+    opened.push(store);
+    expect(await store.connected(10_000)).toBe(true);
+    stores.push(store);
+  }
+  return stores;
+}
+
+const kinds: StoreKind[] = [
+  {
+    name: "memory",
+    skip: false,
+    replicas: (n) => {
+      const store = new TokenBudgets(SETTINGS);
+      return Promise.resolve(Array.from({ length: n }, () => store));
+    },
+  },
+  { name: "redis", skip: redisTool.skip, replicas: (n) => redisReplicas(n) },
+];
+
+beforeAll(async () => {
+  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
+}, 30_000);
+
+afterAll(async () => {
+  for (const store of opened) await store.close();
+  await redis?.stop();
+});
+
+/** Charges `tokens` the way a request does: a hold of nothing, settled to what it used. */
+async function spend(store: BudgetStore, agentId: string, tokens: number, nowMs: number): Promise<void> {
+  const decision = await store.reserve(agentId, 0, 0, nowMs, false);
+  if (!decision.allowed) throw new Error(`spend refused for ${agentId}`);
+  store.settle(decision.reservation, tokens, nowMs);
+}
+
+describe.each(kinds)("budget store contract: $name", (kind) => {
+  it.skipIf(kind.skip)(
+    "admits under the budget and refuses at it, with used, budget and Retry-After",
+    async () => {
+      const [a, b] = await kind.replicas(2);
+      await spend(a!, "agent", 600, 0);
+      await a!.flush();
+      await spend(b!, "agent", 400, 10 * MINUTE_MS); // another replica: the same budget
+      await b!.flush();
+      expect(await a!.usage("agent", 10 * MINUTE_MS)).toBe(1000);
+      // The first bucket ([0, 5 min)) leaves the window at 60 min: enough, then, to fall under 1000.
+      expect(await a!.reserve("agent", 10, 1, 20 * MINUTE_MS, false)).toEqual({
+        allowed: false,
+        reason: "budget",
+        retryAfterSeconds: 40 * 60,
+        used: 1000,
+        budget: 1000,
+      });
+      expect(await b!.reserve("agent", 10, 1, 20 * MINUTE_MS, false)).toMatchObject({ allowed: false });
+      expect(await b!.reserve("agent", 10, 1, 60 * MINUTE_MS, false)).toMatchObject({
+        allowed: true,
+        granted: 10,
+      });
+      expect(await b!.usage("agent", 60 * MINUTE_MS)).toBe(410);
+    },
+  );
+
+  it.skipIf(kind.skip)(
+    "holds what a request may use, clamped to what is left, then settles to real usage",
+    async () => {
+      const [a, b] = await kind.replicas(2);
+      const first = await a!.reserve("r", 700, 1, 0, false);
+      expect(first).toMatchObject({ allowed: true, granted: 700 });
+      // The hold counts at once, for every replica; the next one gets only what is left.
+      expect(await b!.usage("r", 1)).toBe(700);
+      const second = await b!.reserve("r", 400, 1, 1, false);
+      expect(second).toMatchObject({ allowed: true, granted: 300 });
+      expect(await b!.reserve("r", 1, 1, 2, false)).toMatchObject({ allowed: false, reason: "budget" });
+      // Without a limit of its own a request gets all that is left, and none is left here.
+      expect(await a!.reserve("r", Number.POSITIVE_INFINITY, 5, 2, false)).toMatchObject({ allowed: false });
+      if (!first.allowed || !second.allowed) throw new Error("unreachable");
+      a!.settle(first.reservation, 100, 3);
+      b!.settle(second.reservation, 0, 3);
+      await a!.flush();
+      await b!.flush();
+      expect(await a!.usage("r", 4)).toBe(100);
+      expect(await b!.usage("r", 4)).toBe(100);
+      expect(await a!.reserve("r", Number.POSITIVE_INFINITY, 5, 4, false)).toMatchObject({ granted: 900 });
+    },
+  );
+
+  it.skipIf(kind.skip)("keeps agents apart and applies per-agent budgets", async () => {
+    const [a] = await kind.replicas(1);
+    await spend(a!, "big", 4000, 0);
+    await spend(a!, "small", 10, 0);
+    await a!.flush();
+    expect((await a!.reserve("big", 0, 1, 1, false)).allowed).toBe(true);
+    expect((await a!.reserve("small", 0, 1, 1, false)).allowed).toBe(true);
+    await spend(a!, "big", 1000, 1);
+    await a!.flush();
+    expect(await a!.reserve("big", 0, 1, 2, false)).toMatchObject({
+      allowed: false,
+      budget: 5000,
+      used: 5000,
+    });
+    expect(await a!.usage("nobody", 2)).toBe(0);
+  });
+});
+
+describe.skipIf(redisTool.skip)("redis budget store fails open", () => {
+  it("decides locally while Redis is dead, counts errors, and writes the charges back when it returns", async () => {
+    const health: Health = { up: undefined, errors: 0 };
+    const [a, b] = await redisReplicas(2, health);
+    await spend(a!, "x", 300, 0);
+    await a!.flush();
+    await redis!.kill();
+    // Dead: admission still answers (from what this replica counted itself), never throws.
+    const local = await a!.reserve("x", 0, 1, 1, false);
+    expect(local).toMatchObject({ allowed: true, granted: 0 });
+    if (local.allowed) a!.settle(local.reservation, 500, 2);
+    expect(health.errors).toBeGreaterThan(0);
+    expect(health.up).toBe(false);
+    expect(await a!.usage("x", 3)).toBe(800); // local view
+    await redis!.restart(); // empty: everything before the restart is gone
+    expect(await a!.connected(10_000)).toBe(true);
+    expect(await b!.connected(10_000)).toBe(true);
+    await a!.flush();
+    await waitUntil(async () => (await b!.usage("x", 4)) === 500);
+    expect(health.up).toBe(true);
+    expect(a!.pendingCharges).toBe(0);
+  }, 30_000);
+});
+
+async function waitUntil(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

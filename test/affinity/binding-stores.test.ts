@@ -1,0 +1,331 @@
+// One contract every binding store passes across replicas (memory: one process's table; redis: one per replica).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createBalancer } from "../../src/affinity/balancers.js";
+import { BINDING_SCRIPTS, RedisBindings } from "../../src/affinity/redis-bindings.js";
+import { ReplicatedBindings } from "../../src/affinity/replicated-bindings.js";
+import { hashSession, rendezvousRanking } from "../../src/affinity/rendezvous.js";
+import { AffinityScheduler } from "../../src/affinity/scheduler.js";
+import { StickyTable } from "../../src/affinity/sticky-table.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { SeededRandom } from "../../src/core/random.js";
+import { RedisLink } from "../../src/store/redis-link.js";
+import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { candidates, CountingRecorder, type TestCandidate } from "./helpers.js";
+
+const TIER = "small";
+const TTL_SECONDS = 10;
+const quietLogger = { warn: () => undefined, info: () => undefined };
+
+/** One gateway replica as far as bindings go: its scheduler, its own view of backend health. */
+interface Replica {
+  scheduler: AffinityScheduler;
+  backends: TestCandidate[];
+  /** Loads the session's shared binding (the request path does this before selecting). */
+  prepare(sessionId: string): Promise<void>;
+  /** Waits for this replica's write-backs. */
+  flush(): Promise<void>;
+  shared: ReplicatedBindings | undefined;
+  link: RedisLink | undefined;
+}
+
+interface Fleet {
+  replicas: Replica[];
+  clock: ManualClock;
+  /** broken_total summed over the replicas. */
+  recorder: CountingRecorder;
+}
+
+interface StoreKind {
+  name: string;
+  skip: boolean;
+  fleet(n: number): Fleet;
+}
+
+let redis: RedisServer | undefined;
+const redisTool = redisAvailable();
+let prefixCounter = 0;
+const links: RedisLink[] = [];
+let hashKeySeed = 1;
+
+function makeBackends(): TestCandidate[] {
+  return candidates(4);
+}
+
+function memoryFleet(n: number): Fleet {
+  const clock = new ManualClock(1_000_000);
+  const recorder = new CountingRecorder();
+  const table = new StickyTable(10_000, [hashKeySeed++, 7]);
+  const replicas = Array.from({ length: n }, (): Replica => {
+    const scheduler = new AffinityScheduler({
+      store: table,
+      clock,
+      balancer: createBalancer("least_inflight", new SeededRandom(1)),
+      recorder,
+      stickyTtlSeconds: TTL_SECONDS,
+      // Plain rendezvous: these tests are about where bindings live, not about load (placement's suite).
+      loadFactor: 0,
+      sessionless: "balancer",
+    });
+    return {
+      scheduler,
+      backends: makeBackends(),
+      prepare: () => Promise.resolve(),
+      flush: () => Promise.resolve(),
+      shared: undefined,
+      link: undefined,
+    };
+  });
+  return { replicas, clock, recorder };
+}
+
+function redisFleet(n: number): Fleet {
+  const clock = new ManualClock(1_000_000);
+  const recorder = new CountingRecorder();
+  const prefix = `c${prefixCounter++}:`;
+  const replicas = Array.from({ length: n }, (): Replica => {
+    const backends = makeBackends();
+    const link = new RedisLink({
+      url: redis!.url,
+      timeoutMs: 500,
+      name: "bindings",
+      scripts: BINDING_SCRIPTS,
+      logger: quietLogger,
+      health: { up: () => undefined, error: () => undefined },
+    });
+    links.push(link);
+    const shared = new ReplicatedBindings({
+      local: new StickyTable(10_000, [hashKeySeed++, 7]),
+      remote: new RedisBindings(link, prefix, TTL_SECONDS * 1000),
+      recorder,
+      tierOf: () => TIER,
+      nowMs: () => clock.nowMs(),
+    });
+    const scheduler = new AffinityScheduler({
+      store: shared,
+      clock,
+      balancer: createBalancer("least_inflight", new SeededRandom(1)),
+      recorder: {
+        hit: (t) => recorder.hit(t),
+        miss: (t) => recorder.miss(t),
+        spill: (t) => recorder.spill(t),
+        broken: () => undefined,
+      },
+      stickyTtlSeconds: TTL_SECONDS,
+      // Plain rendezvous: these tests are about where bindings live, not about load (placement's suite).
+      loadFactor: 0,
+      sessionless: "balancer",
+    });
+    return {
+      scheduler,
+      backends,
+      prepare: (sessionId) => shared.prepare(sessionId),
+      flush: () => shared.flush(),
+      shared,
+      link,
+    };
+  });
+  return { replicas, clock, recorder };
+}
+
+const kinds: StoreKind[] = [
+  { name: "memory", skip: false, fleet: memoryFleet },
+  { name: "redis", skip: redisTool.skip, fleet: redisFleet },
+];
+
+beforeAll(async () => {
+  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
+}, 30_000);
+
+afterAll(async () => {
+  for (const link of links) await link.close();
+  await redis?.stop();
+});
+
+async function connected(fleet: Fleet): Promise<void> {
+  for (const replica of fleet.replicas) {
+    if (replica.link !== undefined) expect(await replica.link.connected(10_000)).toBe(true);
+  }
+}
+
+/** One turn of a session on one replica, as the request path runs it. */
+async function turn(replica: Replica, sessionId: string, exclude: ReadonlySet<string> = new Set()) {
+  await replica.prepare(sessionId);
+  const selection = replica.scheduler.selectBackend(sessionId, TIER, replica.backends, exclude);
+  await replica.flush();
+  return selection;
+}
+
+function winnerOf(sessionId: string, backends: readonly TestCandidate[]): TestCandidate {
+  return rendezvousRanking(hashSession(sessionId), backends)[0]!;
+}
+
+function setState(replica: Replica, backendId: string, state: TestCandidate["state"]): void {
+  replica.backends.find((b) => b.id === backendId)!.state = state;
+}
+
+describe.each(kinds)("binding store contract across replicas: $name", (kind) => {
+  it.skipIf(kind.skip)(
+    "keeps one binding per session: every replica follows it, not its own hash",
+    async () => {
+      const fleet = kind.fleet(3);
+      await connected(fleet);
+      const [a, b, c] = fleet.replicas as [Replica, Replica, Replica];
+      const session = "session-one-binding";
+      const winner = winnerOf(session, a.backends);
+      setState(a, winner.id, "down"); // only replica a sees the winner down, so a binds elsewhere
+      const first = await turn(a, session);
+      expect(first!.backend.id).not.toBe(winner.id);
+      setState(a, winner.id, "up");
+      for (const replica of [b, c, a]) {
+        const next = await turn(replica, session);
+        expect(next).toMatchObject({ affinityHit: true, reason: "affinity_hit" });
+        expect(next!.backend.id).toBe(first!.backend.id);
+      }
+      expect(fleet.recorder.totals(TIER)).toEqual({ hits: 3, misses: 1, broken: 0 });
+    },
+  );
+
+  it.skipIf(kind.skip)("slides the TTL for whichever replica serves the turn", async () => {
+    const fleet = kind.fleet(3);
+    await connected(fleet);
+    const [a, b, c] = fleet.replicas as [Replica, Replica, Replica];
+    const first = await turn(a, "s-ttl");
+    fleet.clock.advance(6_000);
+    expect((await turn(b, "s-ttl"))!.affinityHit).toBe(true); // refreshed until 16 s
+    fleet.clock.advance(6_000);
+    expect((await turn(c, "s-ttl"))!.backend.id).toBe(first!.backend.id); // 12 s: alive only by b's refresh
+    fleet.clock.advance(TTL_SECONDS * 1000 + 1);
+    expect(await turn(a, "s-ttl")).toMatchObject({ affinityHit: false, reason: "rebind_expired" });
+  });
+
+  it.skipIf(kind.skip)(
+    "breaks a binding once when one replica's request fails, and every replica moves",
+    async () => {
+      const fleet = kind.fleet(3);
+      await connected(fleet);
+      const [a, b, c] = fleet.replicas as [Replica, Replica, Replica];
+      const session = "s-fail";
+      const pinned = (await turn(a, session))!.backend.id;
+      await b.prepare(session);
+      b.scheduler.onAttemptFailed(session, TIER, pinned); // the engine failed b's attempt
+      await b.flush();
+      const retry = await turn(b, session, new Set([pinned]));
+      expect(retry).toMatchObject({ affinityHit: false, reason: "failover" });
+      expect(retry!.backend.id).not.toBe(pinned);
+      // a and c follow the move (the binding is to the failover backend now), and nobody counts it again.
+      for (const replica of [c, a]) {
+        const next = await turn(replica, session);
+        expect(next).toMatchObject({ affinityHit: true, backend: { id: retry!.backend.id } });
+      }
+      expect(fleet.recorder.totals(TIER).broken).toBe(1);
+    },
+  );
+
+  it.skipIf(kind.skip)(
+    "says rebind_backend_down on another replica after a failure broke the binding",
+    async () => {
+      const fleet = kind.fleet(2);
+      await connected(fleet);
+      const [a, b] = fleet.replicas as [Replica, Replica];
+      const pinned = (await turn(a, "s-broken"))!.backend.id;
+      await a.prepare("s-broken");
+      a.scheduler.onAttemptFailed("s-broken", TIER, pinned);
+      await a.flush();
+      setState(b, pinned, "down");
+      const next = await turn(b, "s-broken");
+      expect(next).toMatchObject({ affinityHit: false, reason: "rebind_backend_down" });
+      expect(fleet.recorder.totals(TIER).broken).toBe(1);
+    },
+  );
+
+  it.skipIf(kind.skip)(
+    "counts a backend's outage once over the replicas: exactly the bindings it held",
+    async () => {
+      const fleet = kind.fleet(3);
+      await connected(fleet);
+      const sessions = Array.from({ length: 60 }, (_, i) => `s-outage-${i}`);
+      const bound = new Map<string, string>();
+      for (const [i, session] of sessions.entries()) {
+        bound.set(session, (await turn(fleet.replicas[i % 3]!, session))!.backend.id);
+      }
+      // Five of them lapse before the outage: not bindings it broke.
+      const dead = "engine-1";
+      const heldLive = sessions.filter((s) => bound.get(s) === dead);
+      expect(heldLive.length).toBeGreaterThan(5);
+      fleet.clock.advance(5_000);
+      for (const session of sessions)
+        if (!heldLive.slice(0, 5).includes(session)) await turn(fleet.replicas[0]!, session);
+      fleet.clock.advance(6_000); // the five not refreshed at 5 s lapse at 10 s
+      for (const replica of fleet.replicas) {
+        setState(replica, dead, "down");
+        replica.scheduler.onBackendDown(dead, TIER);
+        await replica.flush();
+      }
+      expect(fleet.recorder.totals(TIER).broken).toBe(heldLive.length - 5);
+      for (const [i, session] of sessions.entries()) {
+        const next = await turn(fleet.replicas[(i + 1) % 3]!, session);
+        if (bound.get(session) === dead) {
+          expect(next!.backend.id).not.toBe(dead);
+          expect(next!.affinityHit).toBe(false);
+        } else {
+          expect(next).toMatchObject({ affinityHit: true, backend: { id: bound.get(session) } });
+        }
+      }
+      expect(fleet.recorder.totals(TIER).broken).toBe(heldLive.length - 5);
+    },
+  );
+});
+
+describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
+  it("routes on the local table while Redis is dead, and writes the bindings made meanwhile back", async () => {
+    const fleet = redisFleet(2);
+    await connected(fleet);
+    const [a, b] = fleet.replicas as [Replica, Replica];
+    const before = (await turn(a, "s-before"))!.backend.id;
+    await redis!.kill();
+    // Dead Redis: decisions are local and immediate; nothing throws or waits for the timeout.
+    expect((await turn(a, "s-before"))!.backend.id).toBe(before);
+    const winner = winnerOf("s-during", a.backends);
+    setState(a, winner.id, "down");
+    const during = (await turn(a, "s-during"))!.backend.id; // not the rendezvous winner
+    setState(a, winner.id, "up");
+    expect(during).not.toBe(winner.id);
+    expect(a.shared!.shared).toBe(false);
+    expect(a.shared!.pendingWrites).toBeGreaterThan(0);
+    await redis!.restart(); // empty
+    expect(await a.link!.connected(10_000)).toBe(true);
+    expect(await b.link!.connected(10_000)).toBe(true);
+    await a.flush();
+    expect(a.shared!.pendingWrites).toBe(0);
+    // b never saw s-during, and its own hash says otherwise: it follows the written-back binding.
+    expect(await turn(b, "s-during")).toMatchObject({ affinityHit: true, backend: { id: during } });
+    expect(await turn(b, "s-before")).toMatchObject({ affinityHit: true, backend: { id: before } });
+  }, 30_000);
+
+  it("never lets a replayed older write overwrite a newer binding", async () => {
+    const fleet = redisFleet(2);
+    await connected(fleet);
+    const [a, b] = fleet.replicas as [Replica, Replica];
+    const session = "s-order";
+    const winner = winnerOf(session, a.backends);
+    // a binds at t=0 to a non-winner while the Redis link of a is held back (its write queued)...
+    a.link!.client.disconnect();
+    for (let check = 0; check < 500 && (a.link!.client.status !== "end" || a.link!.up); check++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(a.link!.up).toBe(false);
+    setState(a, winner.id, "down");
+    const old = (await turn(a, session))!.backend.id;
+    setState(a, winner.id, "up");
+    fleet.clock.advance(1000);
+    // ...b binds later (t=1 s) to the winner; then a's queued write arrives: the newer binding stays.
+    const newer = (await turn(b, session))!.backend.id;
+    expect(newer).toBe(winner.id);
+    expect(old).not.toBe(newer);
+    await a.link!.client.connect();
+    expect(await a.link!.connected(10_000)).toBe(true);
+    await a.flush();
+    expect(a.shared!.pendingWrites).toBe(0);
+    expect(await turn(a, session)).toMatchObject({ affinityHit: true, backend: { id: newer } });
+  }, 30_000);
+});
