@@ -155,8 +155,10 @@ for (const [label, clock, recorder] of [
     store: new StickyTable(1_000_000, BENCH_HASH_KEY),
     clock,
     balancer: createBalancer("least_inflight", new SeededRandom(1)),
-    recorder: recorder ?? { hit() {}, miss() {}, broken() {} },
+    recorder: recorder ?? { hit() {}, miss() {}, broken() {}, spill() {} },
     stickyTtlSeconds: 1800,
+    loadFactor: 1.25,
+    sessionless: "prefix",
   });
   for (const id of bound) scheduler.selectBackend(id, "small", list);
   const random = new SeededRandom(2);

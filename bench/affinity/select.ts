@@ -41,7 +41,7 @@ const BACKEND_COUNTS = list(args.backends);
 const WORKING_SETS = list(args["working-sets"]);
 const CAPACITIES = list(args.capacities);
 
-const noRecorder: AffinityRecorder = { hit() {}, miss() {}, broken() {} };
+const noRecorder: AffinityRecorder = { hit() {}, miss() {}, broken() {}, spill() {} };
 
 function scheduler(store: StickyTable): AffinityScheduler {
   return new AffinityScheduler({
@@ -50,6 +50,8 @@ function scheduler(store: StickyTable): AffinityScheduler {
     balancer: createBalancer("least_inflight", new SeededRandom(1)),
     recorder: args.metrics ? new GatewayMetrics({ backends: () => [], queueDepth: () => 0 }) : noRecorder,
     stickyTtlSeconds: 1800,
+    loadFactor: 1.25,
+    sessionless: "prefix",
   });
 }
 

@@ -5,6 +5,8 @@ export interface SlotHolder {
   readonly id: string;
   maxInflight: number;
   inflight: number;
+  /** Requests waiting here for a slot on it: kept up to date by BackendSlots, read by placement. */
+  queued: number;
 }
 
 export interface QueueSettings {
@@ -23,6 +25,7 @@ interface Waiter {
   reject: (err: Error) => void;
   timer: NodeJS.Timeout;
   abort: WaitAbort | undefined;
+  holder: SlotHolder;
 }
 
 /** Rejects queued requests whose backend went down, so they fail over instead of waiting it out. */
@@ -70,6 +73,7 @@ export class BackendSlots {
         resolve,
         reject,
         abort,
+        holder: backend,
         timer: setTimeout(() => {
           this.remove(backend.id, waiter);
           reject(
@@ -95,6 +99,7 @@ export class BackendSlots {
       }
       list.push(waiter);
       this.waiting++;
+      backend.queued++;
     });
   }
 
@@ -108,6 +113,7 @@ export class BackendSlots {
       return;
     }
     this.waiting--;
+    backend.queued--;
     this.settle(next);
     next.resolve();
   }
@@ -118,6 +124,7 @@ export class BackendSlots {
     while (queue !== undefined && queue.length > 0 && backend.inflight < backend.maxInflight) {
       const next = queue.shift()!;
       this.waiting--;
+      backend.queued--;
       backend.inflight++;
       this.settle(next);
       next.resolve();
@@ -131,6 +138,7 @@ export class BackendSlots {
     this.queues.delete(backendId);
     for (const waiter of queue) {
       this.waiting--;
+      waiter.holder.queued--;
       this.settle(waiter);
       waiter.reject(new SlotUnavailableError(reason));
     }
@@ -142,6 +150,7 @@ export class BackendSlots {
     if (at < 0) return;
     queue!.splice(at, 1);
     this.waiting--;
+    waiter.holder.queued--;
     waiter.abort?.listen(undefined);
   }
 

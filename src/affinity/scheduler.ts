@@ -3,16 +3,26 @@ import type { Clock } from "../core/clock.js";
 import type { Balancer } from "./balancers.js";
 import { BROKEN, EXPIRED, type BindingStore } from "./binding-store.js";
 import type { Hash64 } from "./hash.js";
-import { hashSession, rendezvousRanking, rendezvousWinner, type RendezvousCandidate } from "./rendezvous.js";
+import { hasFreeSlot, placementState } from "./placement/load.js";
+import { runPipeline } from "./placement/pipeline.js";
+import { boundedRendezvousPipeline, rendezvousPipeline, spillPipeline } from "./placement/pipelines.js";
+import type { PlacementCandidate, PlacementRequest } from "./placement/types.js";
+import { hashSession, rendezvousRanking, rendezvousWinner } from "./rendezvous.js";
 
-/** up: takes new sessions; draining: keeps its pinned sessions, takes no new ones; down: takes nothing. */
-export type BackendState = "up" | "down" | "draining";
+export type { BackendState } from "./placement/types.js";
 
-export interface SchedulingCandidate extends RendezvousCandidate {
-  readonly state: BackendState;
-  /** Requests in flight on the backend now: the load signal when affinity does not decide. */
-  readonly inflight: number;
+/** A backend as the scheduler sees it (the placement pipeline's candidate). */
+export type SchedulingCandidate = PlacementCandidate;
+
+/** What placement reads of the request beyond its session id (read only when needed, so it may be lazy). */
+export interface PlacementHints {
+  /** Hash of the prompt's shared leading part (src/affinity/prefix-key.ts), if it has one. */
+  readonly prefixKey: Hash64 | undefined;
 }
+
+export const SESSIONLESS_MODES = ["prefix", "balancer"] as const;
+/** How requests without a session id are placed: by their prompt prefix's rendezvous ranking, or by the balancer. */
+export type SessionlessMode = (typeof SESSIONLESS_MODES)[number];
 
 /** Why a request went where it went; reported to clients in `x_agent_serve.reason`. */
 export type SelectionReason =
@@ -23,7 +33,9 @@ export type SelectionReason =
   | "rebind_tier_changed" // the session's binding is to a backend of another tier
   | "failover" // an earlier attempt of this request failed: next backend of the ranking
   | "affinity_disabled" // sticky_ttl_seconds is 0: the balancer picks (least in-flight by default)
-  | "no_session"; // no session id: the balancer picks
+  | "no_session" // no session id (and no prefix placement): the balancer picks
+  | "spill" // the pinned backend has no free slot: one request goes to the next of the ranking; binding kept
+  | "prefix"; // no session id: rendezvous on the prompt prefix's key, within the load bound; nothing bound
 
 export interface Selection<T extends SchedulingCandidate> {
   readonly backend: T;
@@ -36,6 +48,8 @@ export interface AffinityRecorder {
   hit(tier: string): void;
   miss(tier: string): void;
   broken(tier: string, count: number): void;
+  /** A bound session's request went elsewhere because its pinned backend had no free slot. */
+  spill(tier: string): void;
 }
 
 export interface AffinitySchedulerOptions {
@@ -47,9 +61,22 @@ export interface AffinitySchedulerOptions {
   /** 0 disables affinity: no bindings, no rendezvous. */
   stickyTtlSeconds: number;
   rebalanceOnRecovery?: boolean;
+  /** Bounded-load factor c >= 1 (affinity.load_factor); 0 turns the bound and spilling off. */
+  loadFactor: number;
+  /** Placement of requests without a session id (affinity.sessionless). */
+  sessionless: SessionlessMode;
+  /** Engine readings older than this are not placed by (default: never too old). */
+  engineSignalMaxAgeMs?: number;
 }
 
+/** What a reload may change. */
+export type SchedulerSettings = Pick<
+  AffinitySchedulerOptions,
+  "stickyTtlSeconds" | "rebalanceOnRecovery" | "balancer" | "loadFactor" | "sessionless"
+>;
+
 const NO_EXCLUSIONS: ReadonlySet<string> = new Set();
+const NO_HINTS: PlacementHints = { prefixKey: undefined };
 
 export class AffinityScheduler {
   private readonly store: BindingStore;
@@ -58,6 +85,9 @@ export class AffinityScheduler {
   private readonly recorder: AffinityRecorder;
   private ttlMs: number;
   private rebalanceOnRecovery: boolean;
+  private loadFactor: number;
+  private sessionless: SessionlessMode;
+  private readonly engineSignalMaxAgeMs: number;
 
   constructor(options: AffinitySchedulerOptions) {
     this.store = options.store;
@@ -66,6 +96,9 @@ export class AffinityScheduler {
     this.recorder = options.recorder;
     this.ttlMs = options.stickyTtlSeconds * 1000;
     this.rebalanceOnRecovery = options.rebalanceOnRecovery ?? false;
+    this.loadFactor = options.loadFactor;
+    this.sessionless = options.sessionless;
+    this.engineSignalMaxAgeMs = options.engineSignalMaxAgeMs ?? Infinity;
   }
 
   get affinityEnabled(): boolean {
@@ -76,24 +109,32 @@ export class AffinityScheduler {
    * Applies a reloaded config; existing bindings keep their expiry until next used. Turning affinity off
    * forgets every binding (a later TTL must not revive them, nor an outage count them as broken).
    */
-  configure(stickyTtlSeconds: number, rebalanceOnRecovery: boolean, balancer: Balancer): void {
-    if (stickyTtlSeconds <= 0 && this.ttlMs > 0) this.store.clear();
-    this.ttlMs = stickyTtlSeconds * 1000;
-    this.rebalanceOnRecovery = rebalanceOnRecovery;
-    this.balancer = balancer;
+  configure(settings: SchedulerSettings): void {
+    if (settings.stickyTtlSeconds <= 0 && this.ttlMs > 0) this.store.clear();
+    this.ttlMs = settings.stickyTtlSeconds * 1000;
+    this.rebalanceOnRecovery = settings.rebalanceOnRecovery ?? false;
+    this.balancer = settings.balancer;
+    this.loadFactor = settings.loadFactor;
+    this.sessionless = settings.sessionless;
   }
 
   /**
    * Picks the backend for one attempt of a request. `exclude` holds backends that already failed this
-   * request (failover); they are skipped. Returns undefined when no candidate can take the request.
+   * request (failover); they are skipped. `hints` carries the prompt's prefix key, read only for requests
+   * without a session id. Returns undefined when no candidate can take the request.
    */
   selectBackend<T extends SchedulingCandidate>(
     sessionId: string | undefined,
     tier: string,
     candidates: readonly T[],
     exclude: ReadonlySet<string> = NO_EXCLUSIONS,
+    hints: PlacementHints = NO_HINTS,
   ): Selection<T> | undefined {
     if (sessionId === undefined || this.ttlMs <= 0) {
+      if (sessionId === undefined && this.ttlMs > 0 && this.sessionless === "prefix") {
+        const prefixKey = hints.prefixKey;
+        if (prefixKey !== undefined) return this.placeByPrefix(prefixKey, tier, candidates, exclude);
+      }
       const backend = this.balancer.pick(tier, candidates, (c) => c.state === "up" && !exclude.has(c.id));
       if (backend === undefined) return undefined;
       this.recorder.miss(tier);
@@ -113,6 +154,15 @@ export class AffinityScheduler {
         reason = "rebind_tier_changed";
       } else if (pinned.state !== "down" && !exclude.has(pinned.id)) {
         this.store.refresh(sessionId, nowMs + this.ttlMs);
+        // The hit path: a free slot (always, under uniform load) means no pipeline, no allocation.
+        if (this.loadFactor > 0 && !hasFreeSlot(pinned)) {
+          const spill = this.spillTarget(sessionId, tier, candidates, exclude, nowMs);
+          if (spill !== undefined) {
+            this.recorder.miss(tier);
+            this.recorder.spill(tier);
+            return { backend: spill, affinityHit: false, reason: "spill" };
+          }
+        }
         this.recorder.hit(tier);
         return { backend: pinned, affinityHit: true, reason: "affinity_hit" };
       } else if (this.store.breakBinding(sessionId, pinned.id, nowMs)) {
@@ -128,11 +178,74 @@ export class AffinityScheduler {
     }
 
     const placement = hashSession(sessionId);
-    const winner = rendezvousWinner(placement, candidates, (c) => c.state === "up" && !exclude.has(c.id));
+    const winner =
+      this.loadFactor > 0
+        ? this.placeWithinBound(
+            placement,
+            { tier, sessionId, prefixKey: undefined, exclude },
+            candidates,
+            nowMs,
+          )
+        : rendezvousWinner(placement, candidates, (c) => c.state === "up" && !exclude.has(c.id));
     if (winner === undefined) return undefined;
     this.store.bind(sessionId, placement, winner.id, nowMs + this.ttlMs, nowMs);
     this.recorder.miss(tier);
     return { backend: winner, affinityHit: false, reason };
+  }
+
+  /** A request without a session id: its prefix key's rendezvous ranking, within the bound; nothing is bound. */
+  private placeByPrefix<T extends SchedulingCandidate>(
+    prefixKey: Hash64,
+    tier: string,
+    candidates: readonly T[],
+    exclude: ReadonlySet<string>,
+  ): Selection<T> | undefined {
+    const request: PlacementRequest = { tier, sessionId: undefined, prefixKey, exclude };
+    const backend =
+      this.loadFactor > 0
+        ? this.placeWithinBound(prefixKey, request, candidates, this.clock.nowMs())
+        : rendezvousWinner(prefixKey, candidates, (c) => c.state === "up" && !exclude.has(c.id));
+    if (backend === undefined) return undefined;
+    this.recorder.miss(tier);
+    return { backend, affinityHit: false, reason: "prefix" };
+  }
+
+  /**
+   * The first backend of the key's rendezvous ranking within the load bound. When the exclusions leave no
+   * backend within it (the bound always admits one up backend, but that one may have failed this request),
+   * the plain rendezvous winner among the rest: a request is better served late than refused.
+   */
+  private placeWithinBound<T extends SchedulingCandidate>(
+    key: Hash64,
+    request: PlacementRequest,
+    candidates: readonly T[],
+    nowMs: number,
+  ): T | undefined {
+    const state = this.stateFor(key, candidates, nowMs);
+    return (
+      runPipeline(boundedRendezvousPipeline, request, state, candidates) ??
+      runPipeline(rendezvousPipeline, request, state, candidates)
+    );
+  }
+
+  /** Where a bound session's request may spill: free now, within the bound, best of its ranking. */
+  private spillTarget<T extends SchedulingCandidate>(
+    sessionId: string,
+    tier: string,
+    candidates: readonly T[],
+    exclude: ReadonlySet<string>,
+    nowMs: number,
+  ): T | undefined {
+    const state = this.stateFor(hashSession(sessionId), candidates, nowMs);
+    return runPipeline(spillPipeline, { tier, sessionId, prefixKey: undefined, exclude }, state, candidates);
+  }
+
+  private stateFor(key: Hash64, candidates: readonly SchedulingCandidate[], nowMs: number) {
+    return placementState(key, candidates, {
+      loadFactor: this.loadFactor,
+      nowMs,
+      engineSignalMaxAgeMs: this.engineSignalMaxAgeMs,
+    });
   }
 
   /** Every candidate in the session's rendezvous order, best first (for admin views and placement). */

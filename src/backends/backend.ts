@@ -1,4 +1,4 @@
-// One configured engine as the gateway sees it: identity, health, drain flag and in-flight count.
+// One configured engine as the gateway sees it: identity, health, drain flag, in-flight and queued counts.
 import { hashString, type Hash64 } from "../affinity/hash.js";
 import type { BackendState, SchedulingCandidate } from "../affinity/scheduler.js";
 import type { BackendConfig } from "../config/schema.js";
@@ -20,6 +20,8 @@ export class Backend implements SchedulingCandidate {
   /** Drained backends keep serving their pinned sessions but take no new ones. */
   drained = false;
   inflight = 0;
+  /** Requests waiting at the gateway for a slot here (maintained by BackendSlots). */
+  queued = 0;
   /** The engine's own last reported load (from its /metrics), if the gateway reads it. */
   engineLoad: EngineLoad | undefined;
 

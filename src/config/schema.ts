@@ -1,6 +1,7 @@
 // The gateway's configuration schema: the only source of config types, defaults and validation messages.
 import { z } from "zod";
 import { BALANCER_NAMES } from "../affinity/balancers.js";
+import { SESSIONLESS_MODES } from "../affinity/scheduler.js";
 import { tracingSchema } from "../tracing/config.js";
 import { bindingStoreSchema, budgetStoreSchema, discoverySchema } from "./shared-state.js";
 
@@ -162,6 +163,21 @@ const affinitySchema = z.strictObject({
   balancer: z
     .enum(BALANCER_NAMES, { error: `must be one of ${BALANCER_NAMES.join(", ")}` })
     .default("least_inflight"),
+  /**
+   * Bounded-load factor c: a new (or rebinding) session, a spill or a prefix placement goes to the first
+   * backend of its rendezvous ranking whose load stays at most ceil(c x its share of the tier's load);
+   * 0 turns the bound and spilling off (plain rendezvous). docs/affinity.md.
+   */
+  load_factor: z
+    .number({ error: "must be 0 (off) or a number >= 1" })
+    .refine((value) => value === 0 || (value >= 1 && Number.isFinite(value)), {
+      error: "must be 0 (off) or a number >= 1",
+    })
+    .default(1.25),
+  /** Requests without a session id: `prefix` ranks by the prompt's shared leading part, `balancer` as before. */
+  sessionless: z
+    .enum(SESSIONLESS_MODES, { error: `must be one of ${SESSIONLESS_MODES.join(", ")}` })
+    .default("prefix"),
   /** Where bindings live: only `{kind: memory}` (per process) is built (src/config/shared-state.ts). */
   store: bindingStoreSchema,
 });

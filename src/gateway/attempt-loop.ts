@@ -1,6 +1,6 @@
 // Stage 4 of a completion: pick a backend, take a slot, run one attempt, fail over to the next on failure.
 import type { ServerResponse } from "node:http";
-import type { AffinityScheduler } from "../affinity/scheduler.js";
+import type { AffinityScheduler, PlacementHints } from "../affinity/scheduler.js";
 import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
@@ -45,6 +45,8 @@ export interface RoutedRequest {
   responses: boolean;
   /** Only this backend may answer (it stores the conversation the request continues): no failover elsewhere. */
   onlyBackend: string | undefined;
+  /** What placement reads of the body (the prompt prefix's key, computed only if read). */
+  placement: PlacementHints;
 }
 
 /**
@@ -65,12 +67,14 @@ export async function runAttemptLoop(
     : (member: Buffer): StreamRelay => new SseRelay(member, request.bodies.stripUsage);
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < deps.settings.maxAttempts) {
+    // The tier's Backends are the candidates: their in-flight and queued counts are kept by BackendSlots,
+    // their engine readings by the load poller, so nothing is built per request.
     const tierBackends = deps.registry.tier(tier);
     const candidates =
       request.onlyBackend === undefined
         ? tierBackends
         : tierBackends.filter((b) => b.id === request.onlyBackend);
-    const selection = deps.scheduler.selectBackend(sessionId, tier, candidates, exclude);
+    const selection = deps.scheduler.selectBackend(sessionId, tier, candidates, exclude, request.placement);
     if (selection === undefined) break;
     const { backend } = selection;
     ctx.attempts++;

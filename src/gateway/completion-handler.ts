@@ -66,6 +66,7 @@ export async function handleCompletion(
       stream: request.stream,
       responses: endpoint === "responses",
       onlyBackend: conversation.owner?.id,
+      placement: request,
     },
     res,
     ctx,

@@ -1,4 +1,6 @@
 // What the gateway reads from a completion request body: only the fields routing needs, validated shallowly.
+import type { Hash64 } from "../affinity/hash.js";
+import { prefixKeyOf } from "../affinity/prefix-key.js";
 import { GatewayError } from "../core/errors.js";
 
 export type Endpoint = "chat" | "completions" | "responses";
@@ -18,6 +20,11 @@ export interface CompletionRequest {
   previousResponseId: string | undefined;
   /** Responses API: whether the engine keeps this response for later turns (`store`, default true). */
   store: boolean;
+  /**
+   * Hash of the prompt's shared leading part (src/affinity/prefix-key.ts), the placement key of requests
+   * without a session id; computed on first read, so requests that never need it never pay for it.
+   */
+  readonly prefixKey: Hash64 | undefined;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -104,6 +111,7 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     });
   }
 
+  let prefixKey: Hash64 | null | undefined; // null: computed, and there is none
   return {
     endpoint,
     body,
@@ -113,6 +121,12 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     toolFollowup,
     previousResponseId: endpoint === "responses" && typeof previous === "string" ? previous : undefined,
     store: body["store"] !== false,
+    get prefixKey() {
+      // The Responses API has no prefix key yet (merge of main into placement): it is placed by the balancer.
+      if (prefixKey === undefined)
+        prefixKey = endpoint === "responses" ? null : (prefixKeyOf(endpoint, body) ?? null);
+      return prefixKey ?? undefined;
+    },
   };
 }
 

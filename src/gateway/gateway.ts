@@ -60,6 +60,12 @@ function responseOwnerSettings(config: GatewayConfig): { ttlMs: number; maxEntri
   return { ttlMs: config.responses.ttl_seconds * 1000, maxEntries: config.responses.max_entries };
 }
 
+/** Three missed readings and an engine's own load is too old to place by. */
+function engineSignalMaxAgeMs(config: GatewayConfig): number {
+  const intervalMs = config.health.engine_metrics_interval_seconds * 1000;
+  return intervalMs > 0 ? 3 * intervalMs : 0;
+}
+
 function budgetSettings(config: GatewayConfig): BudgetSettings {
   return {
     windowMs: config.admission.budget_window_seconds * 1000,
@@ -165,6 +171,9 @@ export class Gateway {
       recorder: metrics,
       stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
       rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
+      loadFactor: config.affinity.load_factor,
+      sessionless: config.affinity.sessionless,
+      engineSignalMaxAgeMs: engineSignalMaxAgeMs(config),
     });
     this.health = new HealthChecker(registry, {
       intervalMs: config.health.probe_interval_seconds * 1000,
@@ -278,11 +287,13 @@ export class Gateway {
       rt.pools.drop(backend.id);
       changed.push(`removed backend ${backend.id} (${broken} bindings broken)`);
     }
-    rt.scheduler.configure(
-      config.affinity.sticky_ttl_seconds,
-      config.affinity.rebalance_on_backend_recovery,
-      createBalancer(config.affinity.balancer, this.random),
-    );
+    rt.scheduler.configure({
+      stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
+      rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
+      balancer: createBalancer(config.affinity.balancer, this.random),
+      loadFactor: config.affinity.load_factor,
+      sessionless: config.affinity.sessionless,
+    });
     rt.slots.configure({
       maxQueueSize: config.admission.max_queue_size,
       queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,

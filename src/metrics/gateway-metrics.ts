@@ -92,9 +92,15 @@ export class GatewayMetrics implements AffinityRecorder {
   private readonly affinityMisses = new HotCounter(
     this.registry,
     "agentserve_affinity_misses_total",
-    "Requests that needed a new binding (first turn, expired, rebind, affinity off, no session)",
+    "Requests that needed a new binding (first turn, expired, rebind, affinity off, no session) or spilled",
     ["tier"],
   );
+  private readonly affinitySpills = new Counter({
+    name: "agentserve_affinity_spills_total",
+    help: "Requests of bound sessions sent past their pinned backend because it had no free slot (binding kept)",
+    labelNames: ["tier"] as const,
+    registers: [this.registry],
+  });
   private readonly affinityBroken = new Counter({
     name: "agentserve_affinity_broken_total",
     help: "Bindings invalidated because the pinned backend went down or failed a request",
@@ -110,7 +116,7 @@ export class GatewayMetrics implements AffinityRecorder {
   private readonly selections = new HotCounter(
     this.registry,
     "agentserve_selections_total",
-    "Backend selections by reason (affinity_hit, new_session, rebind_*, failover, ...)",
+    "Backend selections by reason (affinity_hit, new_session, rebind_*, failover, spill, prefix, ...)",
     ["tier", "reason"],
   );
   private readonly tokenCounts = new HotCounter(
@@ -273,6 +279,10 @@ export class GatewayMetrics implements AffinityRecorder {
     this.affinityBroken.labels(tier).inc(count);
   }
 
+  spill(tier: string): void {
+    this.affinitySpills.labels(tier).inc();
+  }
+
   selection(tier: string, reason: string): void {
     this.selections.add(`${tier}\u0000${reason}`, () => ({ tier, reason }));
   }
@@ -329,6 +339,7 @@ export class GatewayMetrics implements AffinityRecorder {
       this.affinityHits.add(tier, () => ({ tier }), 0);
       this.affinityMisses.add(tier, () => ({ tier }), 0);
       this.affinityBroken.labels(tier).inc(0);
+      this.affinitySpills.labels(tier).inc(0);
       this.retries.labels(tier).inc(0);
     }
   }

@@ -7,10 +7,10 @@ import { AttemptAbort } from "../../src/gateway/attempt-abort.js";
 /** Slots over one backend of max_inflight 1 whose slot is already taken: the next acquire waits. */
 function busyBackend(maxQueueSize = 10): {
   slots: BackendSlots;
-  b: { id: string; maxInflight: number; inflight: number };
+  b: { id: string; maxInflight: number; inflight: number; queued: number };
 } {
   const slots = new BackendSlots({ maxQueueSize, queueTimeoutMs: 1000 });
-  const b = { id: "e0", maxInflight: 1, inflight: 0 };
+  const b = { id: "e0", maxInflight: 1, inflight: 0, queued: 0 };
   expect(slots.acquire(b)).toBeUndefined();
   return { slots, b };
 }

@@ -6,21 +6,31 @@ import {
   type AffinityRecorder,
   type BackendState,
   type SchedulingCandidate,
+  type SessionlessMode,
 } from "../../src/affinity/scheduler.js";
+import type { EngineSignals } from "../../src/affinity/placement/types.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
 
-/** A mutable candidate, as the registry's Backend is: tests flip state and inflight in place. */
+/** A mutable candidate, as the registry's Backend is: tests flip state and load in place. */
 export interface TestCandidate extends SchedulingCandidate {
   state: BackendState;
   inflight: number;
+  queued: number;
+  maxInflight: number;
   weight: number;
+  engineLoad: EngineSignals | undefined;
 }
+
+/** max_inflight's config default: with it, the tests' candidates always have a free slot unless told. */
+export const DEFAULT_MAX_INFLIGHT = 64;
 
 export function candidate(
   id: string,
-  options: Partial<Pick<TestCandidate, "state" | "inflight" | "weight">> = {},
+  options: Partial<
+    Pick<TestCandidate, "state" | "inflight" | "weight" | "queued" | "maxInflight" | "engineLoad">
+  > = {},
 ) {
   const made: TestCandidate = {
     id,
@@ -28,6 +38,9 @@ export function candidate(
     weight: options.weight ?? 1,
     state: options.state ?? "up",
     inflight: options.inflight ?? 0,
+    queued: options.queued ?? 0,
+    maxInflight: options.maxInflight ?? DEFAULT_MAX_INFLIGHT,
+    engineLoad: options.engineLoad,
   };
   return made;
 }
@@ -52,9 +65,15 @@ export class CountingRecorder implements AffinityRecorder {
     this.misses.set(tier, (this.misses.get(tier) ?? 0) + 1);
   }
 
+  readonly spills = new Map<string, number>();
+
   broken(tier: string, count: number): void {
     this.brokenCalls.push({ tier, count });
     this.brokenCounts.set(tier, (this.brokenCounts.get(tier) ?? 0) + count);
+  }
+
+  spill(tier: string): void {
+    this.spills.set(tier, (this.spills.get(tier) ?? 0) + 1);
   }
 
   totals(tier: string): { hits: number; misses: number; broken: number } {
@@ -104,6 +123,9 @@ export function sessionIds(count: number, seed = 1): readonly string[] {
   return ids;
 }
 
+/** affinity.load_factor's config default: the seed's tests run under the bound, as the gateway does. */
+export const DEFAULT_LOAD_FACTOR = 1.25;
+
 /** A fixed sticky-table hash key, so test runs replay exactly (the gateway draws a random one). */
 export const TEST_HASH_KEY: readonly [number, number] = [0x243f6a88, 0x85a308d3];
 
@@ -115,7 +137,14 @@ export interface Harness {
 }
 
 export function harness(
-  options: { ttlSeconds?: number; rebalance?: boolean; maxBindings?: number; seed?: number } = {},
+  options: {
+    ttlSeconds?: number;
+    rebalance?: boolean;
+    maxBindings?: number;
+    seed?: number;
+    loadFactor?: number;
+    sessionless?: SessionlessMode;
+  } = {},
 ): Harness {
   const store = new StickyTable(options.maxBindings ?? 100_000, TEST_HASH_KEY);
   const clock = new ManualClock(1_000_000);
@@ -127,6 +156,8 @@ export function harness(
     recorder,
     stickyTtlSeconds: options.ttlSeconds ?? 1800,
     rebalanceOnRecovery: options.rebalance ?? false,
+    loadFactor: options.loadFactor ?? DEFAULT_LOAD_FACTOR,
+    sessionless: options.sessionless ?? "prefix",
   });
   return { scheduler, store, clock, recorder };
 }

@@ -3,6 +3,7 @@ import { createBalancer } from "../../src/affinity/balancers.js";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { BindingStore } from "../../src/affinity/binding-store.js";
 import * as rendezvous from "../../src/affinity/rendezvous.js";
+import * as pipeline from "../../src/affinity/placement/pipeline.js";
 import { AffinityScheduler } from "../../src/affinity/scheduler.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
@@ -19,6 +20,11 @@ vi.mock("../../src/affinity/rendezvous.js", async (importOriginal) => {
     rendezvousWinner: vi.fn(actual.rendezvousWinner),
     rendezvousRanking: vi.fn(actual.rendezvousRanking),
   };
+});
+// And the placement pipeline, which bounded-load placement runs instead of rendezvousWinner.
+vi.mock("../../src/affinity/placement/pipeline.js", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("../../src/affinity/placement/pipeline.js")>();
+  return { ...actual, runPipeline: vi.fn(actual.runPipeline) };
 });
 
 /** A store that fails the test if the scheduler touches it at all (beyond onBackendDown's break). */
@@ -58,6 +64,8 @@ function disabled(seed = 7) {
     recorder,
     stickyTtlSeconds: 0,
     rebalanceOnRecovery: true,
+    loadFactor: 1.25,
+    sessionless: "prefix",
   });
   return { scheduler, store, recorder };
 }
@@ -74,6 +82,7 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
     vi.mocked(rendezvous.rendezvousScore).mockClear();
     vi.mocked(rendezvous.rendezvousWinner).mockClear();
     vi.mocked(rendezvous.rendezvousRanking).mockClear();
+    vi.mocked(pipeline.runPipeline).mockClear();
   });
 
   it("binds nothing, never calls rendezvous, and reports only misses (reason affinity_disabled)", () => {
@@ -89,12 +98,19 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
     expect(rendezvous.rendezvousScore).not.toHaveBeenCalled();
     expect(rendezvous.rendezvousWinner).not.toHaveBeenCalled();
     expect(rendezvous.rendezvousRanking).not.toHaveBeenCalled();
+    expect(pipeline.runPipeline).not.toHaveBeenCalled();
     expect(recorder.totals("small")).toEqual({ hits: 0, misses: 6, broken: 0 });
   });
 
   it("control: the spies do see rendezvous when affinity is on (so the checks above are not vacuous)", () => {
     const { scheduler } = disabled();
-    scheduler.configure(1800, false, createBalancer("least_inflight", new SeededRandom(1)));
+    scheduler.configure({
+      stickyTtlSeconds: 1800,
+      rebalanceOnRecovery: false,
+      balancer: createBalancer("least_inflight", new SeededRandom(1)),
+      loadFactor: 1.25,
+      sessionless: "prefix",
+    });
     expect(() => scheduler.selectBackend("s", "small", candidates(2))).toThrow(/store\.get/);
     const enabled = new AffinityScheduler({
       store: new StickyTable(8, TEST_HASH_KEY),
@@ -102,10 +118,24 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: new CountingRecorder(),
       stickyTtlSeconds: 1800,
+      loadFactor: 0,
+      sessionless: "prefix",
     });
     enabled.selectBackend("s", "small", candidates(2));
     expect(rendezvous.hashSession).toHaveBeenCalledTimes(1);
     expect(rendezvous.rendezvousWinner).toHaveBeenCalledTimes(1);
+    const bounded = new AffinityScheduler({
+      store: new StickyTable(8, TEST_HASH_KEY),
+      clock: new ManualClock(0),
+      balancer: createBalancer("least_inflight", new SeededRandom(1)),
+      recorder: new CountingRecorder(),
+      stickyTtlSeconds: 1800,
+      loadFactor: 1.25,
+      sessionless: "prefix",
+    });
+    bounded.selectBackend("s", "small", candidates(2));
+    bounded.selectBackend(undefined, "small", candidates(2), undefined, { prefixKey: { hi: 1, lo: 2 } });
+    expect(pipeline.runPipeline).toHaveBeenCalledTimes(2);
   });
 
   it("counts nothing as broken and moves nothing on failures, outages and recoveries", () => {

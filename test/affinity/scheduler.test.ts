@@ -8,6 +8,7 @@ import {
   candidate,
   candidates,
   CountingRecorder,
+  DEFAULT_LOAD_FACTOR,
   harness,
   sessionIds,
   TEST_HASH_KEY,
@@ -16,6 +17,16 @@ import {
 
 const TTL_SECONDS = 1800;
 const TTL_MS = TTL_SECONDS * 1000;
+
+function settings(stickyTtlSeconds: number) {
+  return {
+    stickyTtlSeconds,
+    rebalanceOnRecovery: false,
+    balancer: createBalancer("least_inflight", new SeededRandom(1)),
+    loadFactor: DEFAULT_LOAD_FACTOR,
+    sessionless: "prefix" as const,
+  };
+}
 
 function find(list: readonly TestCandidate[], id: string): TestCandidate {
   const found = list.find((c) => c.id === id);
@@ -122,19 +133,19 @@ describe("AffinityScheduler: TTL on a manual clock", () => {
     const { scheduler, clock } = harness({ ttlSeconds: 60 });
     const list = candidates(2);
     scheduler.selectBackend("s", "small", list);
-    scheduler.configure(10, false, createBalancer("least_inflight", new SeededRandom(1)));
+    scheduler.configure(settings(10));
     // The existing binding keeps its 60 s expiry until used; the hit then refreshes it with the new 10 s.
     clock.advance(30_000);
     expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("affinity_hit");
     clock.advance(10_000);
     expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("rebind_expired");
     expect(scheduler.affinityEnabled).toBe(true);
-    scheduler.configure(0, false, createBalancer("least_inflight", new SeededRandom(1)));
+    scheduler.configure(settings(0));
     expect(scheduler.affinityEnabled).toBe(false);
     expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("affinity_disabled");
     // Turning affinity off forgets the bindings: turning it back on starts from nothing.
     expect(scheduler.bindingsOf(list[0]!.id) + scheduler.bindingsOf(list[1]!.id)).toBe(0);
-    scheduler.configure(60, false, createBalancer("least_inflight", new SeededRandom(1)));
+    scheduler.configure(settings(60));
     expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("new_session");
   });
 
@@ -395,6 +406,8 @@ describe("AffinityScheduler: wiring", () => {
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder,
       stickyTtlSeconds: 1,
+      loadFactor: DEFAULT_LOAD_FACTOR,
+      sessionless: "prefix",
     });
     const list = candidates(2);
     scheduler.selectBackend("s", "t", list);

@@ -65,6 +65,8 @@ describe("the shipped configs/gateway.yaml", () => {
       max_bindings: 1_000_000,
       balancer: "least_inflight",
       store: { kind: "memory" },
+      load_factor: 1.25,
+      sessionless: "prefix",
     });
     expect(config.health).toEqual({
       probe_interval_seconds: 10,
@@ -149,6 +151,8 @@ describe("defaults", () => {
       max_bindings: 1_000_000,
       balancer: "least_inflight",
       store: { kind: "memory" },
+      load_factor: 1.25,
+      sessionless: "prefix",
     });
     expect(config.server.port).toBe(0);
     expect(config.server.host).toBe("0.0.0.0");
@@ -473,5 +477,23 @@ describe("sections and limits", () => {
     expect(() =>
       parseConfigText(`${ONE_BACKEND}affinity: {max_bindings: 1000000000}\n`, "big.yaml", {}),
     ).toThrow(/affinity\.max_bindings: must be at most 100000000/);
+  });
+
+  it("takes load_factor 0 (off) or >= 1, refuses (0, 1) and bad values naming the path", () => {
+    const parse = (value: string) =>
+      parseConfigText(`${ONE_BACKEND}affinity: {load_factor: ${value}}\n`, "lf.yaml", {});
+    expect(parse("0").affinity.load_factor).toBe(0);
+    expect(parse("1").affinity.load_factor).toBe(1);
+    expect(parse("2.5").affinity.load_factor).toBe(2.5);
+    for (const bad of ["0.5", "0.999", "-1", '"high"', ".inf"])
+      expect(() => parse(bad)).toThrow(/affinity\.load_factor: must be 0 \(off\) or a number >= 1/);
+  });
+
+  it("takes sessionless prefix or balancer, and refuses anything else naming the path", () => {
+    const parse = (value: string) =>
+      parseConfigText(`${ONE_BACKEND}affinity: {sessionless: ${value}}\n`, "sl.yaml", {});
+    expect(parse("balancer").affinity.sessionless).toBe("balancer");
+    expect(parse("prefix").affinity.sessionless).toBe("prefix");
+    expect(() => parse("hash")).toThrow(/affinity\.sessionless: must be one of prefix, balancer/);
   });
 });

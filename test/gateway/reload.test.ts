@@ -96,4 +96,29 @@ describe("config reload", () => {
     };
     expect(listed.backends.map((x) => x.id)).toEqual(["small-1", "small-2"]);
   });
+  it("applies a reloaded affinity.sessionless (load_factor goes the same way: AffinityScheduler.configure)", async () => {
+    engines.push(await startSimEngine({ model: SMALL_MODEL }), await startSimEngine({ model: SMALL_MODEL }));
+    const list = engines.map((e, i) => ({ id: `small-${i}`, url: e.url }));
+    const dir = await mkdtemp(join(tmpdir(), "agent-serve-reload-"));
+    const path = join(dir, "gateway.yaml");
+    await writeFile(path, yaml(list));
+    gateway = await Gateway.start(await loadConfigFile(path, {}), {
+      logger: pino({ level: "silent" }),
+      listen: { host: "127.0.0.1", port: 0 },
+      loadConfig: () => loadConfigFile(path, {}),
+    });
+    const url = gateway.url;
+    const templated = [
+      { role: "system", content: "You are the release agent." },
+      { role: "user", content: "ship it" },
+    ];
+    expect(metaOf((await chat(url, { messages: templated })).json).reason).toBe("prefix");
+    await writeFile(path, yaml(list, "affinity: {sessionless: balancer, load_factor: 0}"));
+    const reloaded = await fetch(`${url}/admin/reload`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(reloaded.status).toBe(200);
+    expect(metaOf((await chat(url, { messages: templated })).json).reason).toBe("no_session");
+  });
 });

@@ -61,6 +61,7 @@ describe("GatewayMetrics: the contract names", () => {
       agentserve_affinity_hits_total: "counter",
       agentserve_affinity_misses_total: "counter",
       agentserve_affinity_broken_total: "counter",
+      agentserve_affinity_spills_total: "counter",
       agentserve_requests_total: "counter",
       agentserve_selections_total: "counter",
       agentserve_tokens_total: "counter",
@@ -211,6 +212,8 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: metrics,
       stickyTtlSeconds: 1800,
+      loadFactor: 1.25,
+      sessionless: "prefix",
     });
     const list = candidates(2, "small");
     for (let turn = 0; turn < 6; turn++) scheduler.selectBackend("s", "small", list);
@@ -220,6 +223,30 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
     expect(values.get('agentserve_affinity_hits_total{tier="small"}')).toBe(5);
     expect(values.get('agentserve_affinity_misses_total{tier="small"}')).toBe(1);
     expect(values.get('agentserve_affinity_broken_total{tier="small"}')).toBe(1);
+    expect(values.get('agentserve_affinity_spills_total{tier="small"}')).toBe(0);
+  });
+
+  it("counts a spill in agentserve_affinity_spills_total{tier} (and as a miss, not a hit)", async () => {
+    const metrics = new GatewayMetrics(fakeSource([]));
+    metrics.initTiers(["small"]);
+    const scheduler = new AffinityScheduler({
+      store: new StickyTable(100, TEST_HASH_KEY),
+      clock: new ManualClock(0),
+      balancer: createBalancer("least_inflight", new SeededRandom(1)),
+      recorder: metrics,
+      stickyTtlSeconds: 1800,
+      loadFactor: 1.25,
+      sessionless: "prefix",
+    });
+    const list = candidates(2, "small");
+    const pinned = list.find((c) => c.id === scheduler.selectBackend("s", "small", list)!.backend.id)!;
+    pinned.maxInflight = 1;
+    pinned.inflight = 1;
+    expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("spill");
+    const { samples: values } = await scrape(metrics);
+    expect(values.get('agentserve_affinity_spills_total{tier="small"}')).toBe(1);
+    expect(values.get('agentserve_affinity_hits_total{tier="small"}')).toBe(0);
+    expect(values.get('agentserve_affinity_misses_total{tier="small"}')).toBe(2);
   });
 });
 

@@ -1,0 +1,51 @@
+// Load as placement counts it, and the per-decision state that the load bound needs.
+import type { Hash64 } from "../hash.js";
+import type { PlacementCandidate, PlacementState } from "./types.js";
+
+/**
+ * Requests the gateway has given the backend: in flight plus queued at the gateway for it. The engine's own
+ * waiting queue is not added: every request of this gateway that waits in the engine is already in flight
+ * here, so adding it would count it twice (docs/affinity.md).
+ */
+export function loadOf(candidate: PlacementCandidate): number {
+  return candidate.inflight + candidate.queued;
+}
+
+/** The backend can start the request now: a free slot and nobody queued before it (BackendSlots' rule). */
+export function hasFreeSlot(candidate: PlacementCandidate): boolean {
+  return candidate.inflight < candidate.maxInflight && candidate.queued === 0;
+}
+
+/**
+ * The most load backend `candidate` may carry after taking one more request:
+ * ceil(c * w_i / W * (L + 1)), with W and L the weight and load of the tier's up backends. With equal
+ * weights that is ceil(c * mean load, this request included). Computed with one division at the end, so
+ * integer inputs give the exact integer when the quotient is one.
+ */
+export function loadBound(candidate: PlacementCandidate, state: PlacementState): number {
+  if (state.tierWeight <= 0) return Infinity;
+  return Math.ceil((state.loadFactor * candidate.weight * (state.tierLoad + 1)) / state.tierWeight);
+}
+
+/** Builds the state of one decision: sums load and weight over the tier's up backends. */
+export function placementState(
+  key: Hash64,
+  candidates: readonly PlacementCandidate[],
+  settings: { loadFactor: number; nowMs: number; engineSignalMaxAgeMs: number },
+): PlacementState {
+  let tierLoad = 0;
+  let tierWeight = 0;
+  for (const candidate of candidates) {
+    if (candidate.state !== "up") continue;
+    tierLoad += loadOf(candidate);
+    tierWeight += candidate.weight;
+  }
+  return {
+    key,
+    loadFactor: settings.loadFactor,
+    tierLoad,
+    tierWeight,
+    nowMs: settings.nowMs,
+    engineSignalMaxAgeMs: settings.engineSignalMaxAgeMs,
+  };
+}

@@ -1,0 +1,67 @@
+// The placement key of a request without a session id: a hash of the prompt's leading part that agents of one template share.
+import { hashString, type Hash64 } from "./hash.js";
+
+/** Characters of a chat request's leading part (messages before the first user message, then tools) hashed at most. */
+export const CHAT_PREFIX_MAX_CHARS = 4096;
+/** Characters of a /v1/completions prompt hashed: its opening, which a template's requests share. */
+export const COMPLETION_PREFIX_CHARS = 1024;
+/** Token ids of a pre-tokenised /v1/completions prompt hashed. */
+export const COMPLETION_PREFIX_TOKENS = 256;
+
+// Separators no text can contain in that position: a role ends at \u0001, a message at \u0002, tools start at \u0003.
+const END_ROLE = "\u0001";
+const END_MESSAGE = "\u0002";
+const TOOLS = "\u0003";
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The text parts of an OpenAI message content (a string, or an array of parts). */
+function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  let text = "";
+  for (const part of content) if (isRecord(part) && typeof part["text"] === "string") text += part["text"];
+  return text;
+}
+
+/**
+ * The leading part of a chat request: every message before the first user message (system and developer
+ * prompts, few-shot assistant turns), then the tool definitions, capped at CHAT_PREFIX_MAX_CHARS. Sampling
+ * settings (temperature, max_tokens, ...), the user's turn and every later turn are not part of it: agents
+ * of one template share it, and it is what an engine's prefix cache can reuse across them.
+ */
+export function chatPrefixText(body: Record<string, unknown>): string {
+  let text = "";
+  const messages = body["messages"];
+  if (Array.isArray(messages)) {
+    for (const message of messages) {
+      if (!isRecord(message) || message["role"] === "user") break;
+      text += String(message["role"]) + END_ROLE + contentText(message["content"]) + END_MESSAGE;
+      if (text.length >= CHAT_PREFIX_MAX_CHARS) return text.slice(0, CHAT_PREFIX_MAX_CHARS);
+    }
+  }
+  for (const field of ["tools", "functions"]) {
+    const definitions = body[field];
+    if (Array.isArray(definitions) && definitions.length > 0) text += TOOLS + JSON.stringify(definitions);
+  }
+  return text.length > CHAT_PREFIX_MAX_CHARS ? text.slice(0, CHAT_PREFIX_MAX_CHARS) : text;
+}
+
+/** The opening of a /v1/completions prompt (of its first prompt, for a batch). */
+export function completionPrefixText(prompt: unknown): string {
+  if (typeof prompt === "string") return prompt.slice(0, COMPLETION_PREFIX_CHARS);
+  if (!Array.isArray(prompt) || prompt.length === 0) return "";
+  if (typeof prompt[0] === "number") return prompt.slice(0, COMPLETION_PREFIX_TOKENS).join(",");
+  return completionPrefixText(prompt[0]);
+}
+
+/** The key, or undefined when the request has no shared leading part (a chat that opens with the user). */
+export function prefixKeyOf(
+  endpoint: "chat" | "completions",
+  body: Record<string, unknown>,
+): Hash64 | undefined {
+  const text = endpoint === "chat" ? chatPrefixText(body) : completionPrefixText(body["prompt"]);
+  return text.length === 0 ? undefined : hashString(text);
+}

@@ -1,0 +1,301 @@
+// The scheduler's placement decisions: bounded load for new sessions and prefixes, spill for bound sessions.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { hashString } from "../../../src/affinity/hash.js";
+import { hasFreeSlot, loadBound, loadOf } from "../../../src/affinity/placement/load.js";
+import { rendezvousRanking } from "../../../src/affinity/rendezvous.js";
+import { candidate, candidates, harness, type TestCandidate } from "../helpers.js";
+import { candidatesArb, loadFactorArb, stateOf } from "./arbitraries.js";
+
+const sessionArb = fc.string({ minLength: 1, maxLength: 24 });
+
+/** The eligible backends of `list`, in `key`'s rendezvous order. */
+function rankingOf(h: ReturnType<typeof harness>, session: string, list: readonly TestCandidate[]) {
+  return h.scheduler.ranking(session, list).filter((c) => c.state === "up");
+}
+
+describe("bounded-load placement of new sessions", () => {
+  it("places on the first backend of the ranking within ceil(c x weighted mean), never above it", () => {
+    fc.assert(
+      fc.property(candidatesArb({ weighted: true }), sessionArb, loadFactorArb, (list, session, c) => {
+        const h = harness({ loadFactor: c });
+        const selection = h.scheduler.selectBackend(session, "t", list);
+        const ranking = rankingOf(h, session, list);
+        if (ranking.length === 0) {
+          expect(selection).toBeUndefined();
+          return;
+        }
+        const state = stateOf(hashString(session), list, c);
+        const within = (x: TestCandidate) => loadOf(x) + 1 <= loadBound(x, state);
+        const chosen = selection!.backend;
+        // Some up backend is always within the bound when nothing is excluded.
+        expect(within(chosen)).toBe(true);
+        expect(chosen.id).toBe(ranking.find(within)!.id);
+        expect(selection).toMatchObject({ affinityHit: false, reason: "new_session" });
+        expect(h.scheduler.boundBackend(session)).toBe(chosen.id);
+      }),
+    );
+  });
+
+  it("moves a new session off its overloaded rendezvous winner, and binds it where it went", () => {
+    const h = harness({ loadFactor: 1.25 });
+    const list = candidates(4);
+    const winner = h.scheduler.ranking("fresh", list)[0]!;
+    winner.inflight = 8; // L = 8: bound ceil(1.25 * 9 / 4) = 3
+    const selection = h.scheduler.selectBackend("fresh", "small", list)!;
+    expect(selection.backend.id).toBe(h.scheduler.ranking("fresh", list)[1]!.id);
+    expect(selection.reason).toBe("new_session");
+    winner.inflight = 0;
+    // Bound now: the next turn stays (affinity), whatever the winner's load is.
+    expect(h.scheduler.selectBackend("fresh", "small", list)).toMatchObject({
+      backend: { id: selection.backend.id },
+      reason: "affinity_hit",
+    });
+  });
+
+  it("applies the bound to rebinding sessions and failover too", () => {
+    const h = harness({ loadFactor: 1 });
+    const list = candidates(3);
+    const ranking = h.scheduler.ranking("s", list);
+    h.scheduler.selectBackend("s", "small", list);
+    ranking[1]!.inflight = 5; // L = 5, bound ceil(6 / 3) = 2: the second of the ranking is out
+    const retry = h.scheduler.selectBackend("s", "small", list, new Set([ranking[0]!.id]))!;
+    expect(retry).toMatchObject({ reason: "failover", backend: { id: ranking[2]!.id } });
+  });
+
+  it("falls back to the plain ranking when the exclusions leave no backend within the bound", () => {
+    const h = harness({ loadFactor: 1 });
+    const list = [candidate("a", { inflight: 9 }), candidate("b")];
+    // b is the only one within the bound, and it failed this request: a, late, beats refusing.
+    expect(h.scheduler.selectBackend("s", "t", list, new Set(["b"]))!.backend.id).toBe("a");
+  });
+});
+
+describe("spill, never move, for bound sessions", () => {
+  it("spills only when the pinned backend has no free slot, to the first free backend within the bound", () => {
+    const seen = { spill: 0, home: 0 };
+    fc.assert(
+      fc.property(
+        candidatesArb({ weighted: true }),
+        sessionArb,
+        loadFactorArb,
+        fc.array(fc.tuple(fc.nat({ max: 12 }), fc.nat({ max: 3 })), { minLength: 8, maxLength: 8 }),
+        (list, session, c, loads) => {
+          const h = harness({ loadFactor: c });
+          for (const x of list) {
+            x.inflight = 0;
+            x.queued = 0;
+          }
+          const first = h.scheduler.selectBackend(session, "t", list);
+          if (first === undefined) return;
+          const pinned = first.backend;
+          list.forEach((x, i) => {
+            x.inflight = loads[i]![0];
+            x.queued = loads[i]![1];
+          });
+          const spillsBefore = h.recorder.spills.get("t") ?? 0;
+          const next = h.scheduler.selectBackend(session, "t", list)!;
+          const state = stateOf(hashString(session), list, c);
+          const target = rankingOf(h, session, list).find(
+            (x) => hasFreeSlot(x) && loadOf(x) + 1 <= loadBound(x, state),
+          );
+          if (hasFreeSlot(pinned) || pinned.state === "down" || target === undefined) {
+            if (pinned.state !== "down") {
+              expect(next).toMatchObject({
+                backend: { id: pinned.id },
+                reason: "affinity_hit",
+                affinityHit: true,
+              });
+            }
+            expect(h.recorder.spills.get("t") ?? 0).toBe(spillsBefore);
+            seen.home++;
+          } else {
+            seen.spill++;
+            expect(next).toMatchObject({ backend: { id: target.id }, reason: "spill", affinityHit: false });
+            expect(h.recorder.spills.get("t")).toBe(spillsBefore + 1);
+          }
+          // A spill never moves the binding.
+          if (pinned.state !== "down") expect(h.scheduler.boundBackend(session)).toBe(pinned.id);
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // Control: both branches were exercised, so neither assertion above is vacuous.
+    expect(seen.spill).toBeGreaterThan(20);
+    expect(seen.home).toBeGreaterThan(20);
+  });
+
+  it("keeps the binding after a spill and goes back to the pinned backend once it has a free slot", () => {
+    const h = harness({ loadFactor: 1.25 });
+    const list = candidates(4).map((x) => Object.assign(x, { maxInflight: 8 }));
+    const pinned = h.scheduler.selectBackend("hot", "small", list)!.backend;
+    pinned.inflight = 8;
+    const spill = h.scheduler.selectBackend("hot", "small", list)!;
+    expect(spill).toMatchObject({ reason: "spill", affinityHit: false });
+    expect(spill.backend.id).toBe(h.scheduler.ranking("hot", list).filter((x) => x !== pinned)[0]!.id);
+    expect(h.scheduler.boundBackend("hot")).toBe(pinned.id);
+    pinned.inflight = 7;
+    expect(h.scheduler.selectBackend("hot", "small", list)).toMatchObject({
+      backend: { id: pinned.id },
+      reason: "affinity_hit",
+    });
+    // One miss (first turn) + one spill (a miss too: it reached a cold cache) + one hit.
+    expect(h.recorder.totals("small")).toEqual({ hits: 1, misses: 2, broken: 0 });
+    expect(h.recorder.spills.get("small")).toBe(1);
+  });
+
+  it("queues for the pinned backend (a hit) when no other backend can take the request now", () => {
+    const h = harness({ loadFactor: 1.25 });
+    const list = candidates(2).map((x) => Object.assign(x, { maxInflight: 2 }));
+    const pinned = h.scheduler.selectBackend("s", "small", list)!.backend;
+    for (const x of list) x.inflight = 2;
+    expect(h.scheduler.selectBackend("s", "small", list)).toMatchObject({
+      backend: { id: pinned.id },
+      reason: "affinity_hit",
+      affinityHit: true,
+    });
+    // A free slot elsewhere but above the bound: still queue at home. L = 2 + 1, bound ceil(1.25 * 4 / 2) = 3.
+    const other = list.find((x) => x !== pinned)!;
+    other.inflight = 1;
+    pinned.inflight = 2;
+    pinned.queued = 0;
+    expect(h.scheduler.selectBackend("s", "small", list)!.reason).toBe("spill");
+    other.maxInflight = 8;
+    other.inflight = 3;
+    pinned.queued = 1; // L = 2 + 1 + 3 = 6, bound ceil(1.25 * 7 / 2) = 5: other (3 + 1) fits
+    expect(h.scheduler.selectBackend("s", "small", list)!.reason).toBe("spill");
+    other.inflight = 6; // L = 9, bound ceil(1.25 * 10 / 2) = 7: 6 + 1 fits... at 7 it does not
+    other.inflight = 7;
+    expect(h.scheduler.selectBackend("s", "small", list)!.reason).toBe("affinity_hit");
+  });
+
+  it("never spills at load_factor 0, and never spills to a draining backend", () => {
+    const off = harness({ loadFactor: 0 });
+    const list = candidates(3).map((x) => Object.assign(x, { maxInflight: 1 }));
+    const pinned = off.scheduler.selectBackend("s", "small", list)!.backend;
+    pinned.inflight = 1;
+    expect(off.scheduler.selectBackend("s", "small", list)!.reason).toBe("affinity_hit");
+
+    const on = harness({ loadFactor: 1.25 });
+    const p2 = on.scheduler.selectBackend("s", "small", list)!.backend;
+    for (const x of list) if (x !== p2) x.state = "draining";
+    expect(on.scheduler.selectBackend("s", "small", list)!.reason).toBe("affinity_hit");
+  });
+
+  it("under uniform load (free slots everywhere) gives the seed's numbers: 12 x 6 turns -> 60 hits, 12 misses", () => {
+    const h = harness({ loadFactor: 1.25 });
+    const list = candidates(2, "small").map((x) => Object.assign(x, { maxInflight: 8 }));
+    const ids = Array.from({ length: 12 }, (_, i) => `uniform-${i}`);
+    for (let turn = 0; turn < 6; turn++) {
+      for (const id of ids) {
+        const s = h.scheduler.selectBackend(id, "small", list)!;
+        s.backend.inflight++; // a turn in flight while the others take theirs
+      }
+      for (const x of list) x.inflight = 0;
+    }
+    expect(h.recorder.totals("small")).toEqual({ hits: 60, misses: 12, broken: 0 });
+    expect(h.recorder.spills.get("small") ?? 0).toBe(0);
+  });
+});
+
+describe("prefix placement of requests without a session id", () => {
+  const prefixKey = hashString("system prompt of template A");
+
+  it("ranks by the prefix key within the bound, reason prefix, a miss, and binds nothing", () => {
+    fc.assert(
+      fc.property(
+        candidatesArb({ weighted: true }),
+        fc.string({ minLength: 1 }),
+        loadFactorArb,
+        (list, text, c) => {
+          const h = harness({ loadFactor: c });
+          const key = hashString(text);
+          const selection = h.scheduler.selectBackend(undefined, "t", list, undefined, { prefixKey: key });
+          const state = stateOf(key, list, c);
+          const within = (x: TestCandidate) => loadOf(x) + 1 <= loadBound(x, state);
+          const ranking = rendezvousRanking(key, list).filter((x) => x.state === "up");
+          if (ranking.length === 0) {
+            expect(selection).toBeUndefined();
+            return;
+          }
+          expect(selection).toMatchObject({ reason: "prefix", affinityHit: false });
+          expect(selection!.backend.id).toBe(ranking.find(within)!.id);
+          expect(h.store.size).toBe(0);
+          expect(h.recorder.totals("t")).toEqual({ hits: 0, misses: 1, broken: 0 });
+        },
+      ),
+    );
+  });
+
+  it("sends every request of one template to one backend while it has room, and spreads a burst", () => {
+    const h = harness({ loadFactor: 1.25 });
+    const list = candidates(4);
+    const home = h.scheduler.selectBackend(undefined, "small", list, undefined, { prefixKey })!.backend;
+    for (let i = 0; i < 20; i++)
+      expect(h.scheduler.selectBackend(undefined, "small", list, undefined, { prefixKey })!.backend).toBe(
+        home,
+      );
+    home.inflight = 4; // L = 4, bound ceil(1.25 * 5 / 4) = 2
+    expect(h.scheduler.selectBackend(undefined, "small", list, undefined, { prefixKey })!.backend).not.toBe(
+      home,
+    );
+  });
+
+  it("uses the balancer with sessionless: balancer, without a prefix key, and at sticky_ttl_seconds 0", () => {
+    const list = [
+      candidate("a", { inflight: 3 }),
+      candidate("b", { inflight: 0 }),
+      candidate("c", { inflight: 2 }),
+    ];
+    const balancer = harness({ sessionless: "balancer" });
+    expect(balancer.scheduler.selectBackend(undefined, "t", list, undefined, { prefixKey })).toMatchObject({
+      reason: "no_session",
+      backend: { id: "b" },
+    });
+    const noKey = harness();
+    expect(
+      noKey.scheduler.selectBackend(undefined, "t", list, undefined, { prefixKey: undefined })!.reason,
+    ).toBe("no_session");
+    const off = harness({ ttlSeconds: 0 });
+    expect(off.scheduler.selectBackend(undefined, "t", list, undefined, { prefixKey })!.reason).toBe(
+      "no_session",
+    );
+    expect(off.scheduler.selectBackend("s", "t", list, undefined, { prefixKey })!.reason).toBe(
+      "affinity_disabled",
+    );
+  });
+
+  it("reads the prefix key only for requests without a session id", () => {
+    const h = harness();
+    let reads = 0;
+    const hints = {
+      get prefixKey() {
+        reads++;
+        return prefixKey;
+      },
+    };
+    h.scheduler.selectBackend("s", "t", candidates(2), undefined, hints);
+    expect(reads).toBe(0);
+    h.scheduler.selectBackend(undefined, "t", candidates(2), undefined, hints);
+    expect(reads).toBe(1);
+  });
+
+  it("applies a reloaded load factor and sessionless mode (configure)", () => {
+    const h = harness({ loadFactor: 1.25 });
+    const list = candidates(2).map((x) => Object.assign(x, { maxInflight: 1 }));
+    const pinned = h.scheduler.selectBackend("s", "t", list)!.backend;
+    pinned.inflight = 1;
+    expect(h.scheduler.selectBackend("s", "t", list)!.reason).toBe("spill");
+    h.scheduler.configure({
+      stickyTtlSeconds: 1800,
+      rebalanceOnRecovery: false,
+      balancer: { pick: (_t, c, ok) => c.find(ok) },
+      loadFactor: 0,
+      sessionless: "balancer",
+    });
+    expect(h.scheduler.selectBackend("s", "t", list)!.reason).toBe("affinity_hit");
+    expect(h.scheduler.selectBackend(undefined, "t", list, undefined, { prefixKey })!.reason).toBe(
+      "no_session",
+    );
+  });
+});

@@ -1,0 +1,246 @@
+// Each placement stage on its own: the shared contracts, then what the stage itself promises.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { hashString } from "../../../src/affinity/hash.js";
+import { boundedLoadFilter } from "../../../src/affinity/placement/filter-bounded-load.js";
+import { eligibleFilter } from "../../../src/affinity/placement/filter-eligible.js";
+import { freeSlotFilter } from "../../../src/affinity/placement/filter-free-slot.js";
+import { hasFreeSlot, loadBound, loadOf } from "../../../src/affinity/placement/load.js";
+import { maxScorePicker } from "../../../src/affinity/placement/pick-max-score.js";
+import { clampScore, runPipeline } from "../../../src/affinity/placement/pipeline.js";
+import { kvCacheScorer, UNKNOWN_KV_SCORE } from "../../../src/affinity/placement/score-kv-cache.js";
+import { queueScorer } from "../../../src/affinity/placement/score-queue.js";
+import { rendezvousScorer } from "../../../src/affinity/placement/score-rendezvous.js";
+import type { PlacementRequest, Pipeline, Scorer } from "../../../src/affinity/placement/types.js";
+import { rendezvousRanking } from "../../../src/affinity/rendezvous.js";
+import { candidate, candidates } from "../helpers.js";
+import { candidatesArb, keyArb, loadFactorArb, stateOf } from "./arbitraries.js";
+import { filterContract } from "./filter.case.js";
+import { scorerContract } from "./scorer.case.js";
+
+const KEY = hashString("session-key");
+const request = (exclude: string[] = []): PlacementRequest => ({
+  tier: "t",
+  sessionId: "s",
+  prefixKey: undefined,
+  exclude: new Set(exclude),
+});
+
+filterContract("eligibleFilter", eligibleFilter);
+filterContract("boundedLoadFilter", boundedLoadFilter);
+filterContract("freeSlotFilter", freeSlotFilter);
+scorerContract("rendezvousScorer", rendezvousScorer);
+scorerContract("queueScorer", queueScorer);
+scorerContract("kvCacheScorer", kvCacheScorer);
+
+describe("eligibleFilter", () => {
+  it("keeps exactly the up backends this request has not failed on", () => {
+    fc.assert(
+      fc.property(candidatesArb(), fc.nat(), (list, at) => {
+        const excluded = list[at % list.length]!.id;
+        const kept = eligibleFilter(request([excluded]), stateOf(KEY, list), list);
+        expect(kept).toEqual(list.filter((c) => c.state === "up" && c.id !== excluded));
+      }),
+    );
+  });
+});
+
+describe("boundedLoadFilter", () => {
+  it("keeps exactly the backends with load + 1 <= ceil(c * w / W * (L + 1))", () => {
+    // One hot backend with 8, three idle: L = 8, bound = ceil(1.25 * 9 / 4) = 3.
+    const list = [candidate("hot", { inflight: 6, queued: 2 }), ...candidates(3)];
+    const state = stateOf(KEY, list, 1.25);
+    expect(list.map((c) => loadBound(c, state))).toEqual([3, 3, 3, 3]);
+    expect(boundedLoadFilter(request(), state, list).map((c) => c.id)).toEqual([
+      "engine-0",
+      "engine-1",
+      "engine-2",
+    ]);
+    // At load 2 of 3 a backend still takes one more: 2 + 1 <= 3.
+    list[1]!.inflight = 2;
+    expect(boundedLoadFilter(request(), stateOf(KEY, list, 1.25), list).map((c) => c.id)).toContain(
+      "engine-0",
+    );
+  });
+
+  it("scales the bound with weight: weight 3 of 4 carries three times the share", () => {
+    const list = [
+      candidate("big", { weight: 3, inflight: 8 }),
+      candidate("small", { weight: 1, inflight: 2 }),
+    ];
+    // L = 10, W = 4: big's bound ceil(1 * 3 * 11 / 4) = 9, small's ceil(1 * 1 * 11 / 4) = 3.
+    const state = stateOf(KEY, list, 1);
+    expect(list.map((c) => loadBound(c, state))).toEqual([9, 3]);
+    expect(boundedLoadFilter(request(), state, list).map((c) => c.id)).toEqual(["big", "small"]);
+    list[0]!.inflight = 9;
+    expect(boundedLoadFilter(request(), stateOf(KEY, list, 1), list).map((c) => c.id)).toEqual(["small"]);
+  });
+
+  it("always keeps some up backend when c >= 1 (so a walk of the ranking always ends)", () => {
+    fc.assert(
+      fc.property(candidatesArb({ weighted: true, allUp: true }), keyArb, loadFactorArb, (list, key, c) => {
+        expect(boundedLoadFilter(request(), stateOf(key, list, c), list).length).toBeGreaterThan(0);
+      }),
+    );
+  });
+
+  it("keeps everything at load factor 0 (off)", () => {
+    fc.assert(
+      fc.property(candidatesArb(), keyArb, (list, key) => {
+        expect(boundedLoadFilter(request(), stateOf(key, list, 0), list)).toEqual(list);
+      }),
+    );
+  });
+});
+
+describe("freeSlotFilter", () => {
+  it("keeps the backends that can start a request now: a free slot and nobody queued before it", () => {
+    const list = [
+      candidate("free", { inflight: 3, maxInflight: 4 }),
+      candidate("full", { inflight: 4, maxInflight: 4 }),
+      candidate("queue", { inflight: 1, maxInflight: 4, queued: 1 }),
+    ];
+    expect(freeSlotFilter(request(), stateOf(KEY, list), list).map((c) => c.id)).toEqual(["free"]);
+    expect(list.map(hasFreeSlot)).toEqual([true, false, false]);
+    expect(list.map(loadOf)).toEqual([3, 4, 2]);
+  });
+});
+
+describe("rendezvousScorer", () => {
+  it("orders backends exactly as the rendezvous ranking does, weighted or not", () => {
+    fc.assert(
+      fc.property(candidatesArb({ weighted: true }), keyArb, (list, key) => {
+        const scores = rendezvousScorer(request(), stateOf(key, list), list);
+        const byScore = list
+          .map((c, i) => ({ c, s: scores[i]! }))
+          .sort((a, b) => b.s - a.s || (a.c.id < b.c.id ? -1 : 1))
+          .map((e) => e.c.id);
+        expect(byScore).toEqual(rendezvousRanking(key, list).map((c) => c.id));
+      }),
+    );
+  });
+
+  it("keeps weighted HRW proportional: weights 1:2:3 win about 1/6, 2/6, 3/6 of 30,000 keys", () => {
+    const list = [
+      candidate("w1", { weight: 1 }),
+      candidate("w2", { weight: 2 }),
+      candidate("w3", { weight: 3 }),
+    ];
+    const pipeline: Pipeline = {
+      filters: [],
+      scorers: [{ scorer: rendezvousScorer, weight: 1 }],
+      picker: maxScorePicker,
+    };
+    const wins = new Map<string, number>();
+    for (let i = 0; i < 30_000; i++) {
+      const key = hashString(`key-${i}`);
+      const winner = runPipeline(pipeline, request(), stateOf(key, list), list)!.id;
+      wins.set(winner, (wins.get(winner) ?? 0) + 1);
+    }
+    expect(Math.abs(wins.get("w1")! / 30_000 - 1 / 6)).toBeLessThan(0.01);
+    expect(Math.abs(wins.get("w2")! / 30_000 - 2 / 6)).toBeLessThan(0.01);
+    expect(Math.abs(wins.get("w3")! / 30_000 - 3 / 6)).toBeLessThan(0.01);
+  });
+});
+
+describe("queueScorer and kvCacheScorer (the engine's own signals)", () => {
+  const reading = (waitingRequests: number, kvCacheUsage: number, readAtMs = 9_000) => ({
+    runningRequests: 4,
+    waitingRequests,
+    kvCacheUsage,
+    readAtMs,
+  });
+
+  it("scores the shortest queue (gateway queue + engine waiting) 1 and the longest 0", () => {
+    const list = [
+      candidate("a", { queued: 2, engineLoad: reading(2, 0.5) }), // 4
+      candidate("b", { queued: 0, engineLoad: reading(0, 0.5) }), // 0
+      candidate("c", { queued: 1, engineLoad: reading(1, 0.5) }), // 2
+    ];
+    expect(queueScorer(request(), stateOf(KEY, list), list)).toEqual([0, 1, 0.5]);
+    expect(queueScorer(request(), stateOf(KEY, list), [list[0]!])).toEqual([1]); // all equal
+  });
+
+  it("scores 1 - KV-cache usage; a missing or stale reading scores neutral", () => {
+    const list = [
+      candidate("a", { engineLoad: reading(0, 0.25) }),
+      candidate("b", { engineLoad: undefined }),
+      candidate("c", { engineLoad: reading(0, 0.9, 1_000) }), // read 9 s before now: stale (max age 5 s)
+    ];
+    expect(kvCacheScorer(request(), stateOf(KEY, list, 1.25, 10_000), list)).toEqual([
+      0.75,
+      UNKNOWN_KV_SCORE,
+      UNKNOWN_KV_SCORE,
+    ]);
+    // The stale engine's waiting queue is ignored too.
+    const queues = [candidate("x", { engineLoad: reading(50, 0, 1_000) }), candidate("y")];
+    expect(queueScorer(request(), stateOf(KEY, queues, 1.25, 10_000), queues)).toEqual([1, 1]);
+  });
+});
+
+describe("maxScorePicker and runPipeline", () => {
+  it("picks the highest score; ties go to the smaller id; nothing from nothing", () => {
+    const list = [candidate("b"), candidate("a"), candidate("c")];
+    const state = stateOf(KEY, list);
+    expect(maxScorePicker(request(), state, list, [0.2, 0.9, 0.1])!.id).toBe("a");
+    expect(maxScorePicker(request(), state, list, [0.5, 0.5, 0.1])!.id).toBe("a");
+    expect(maxScorePicker(request(), state, list, [0.5, 0.1, 0.5])!.id).toBe("b");
+    expect(maxScorePicker(request(), state, [], [])).toBeUndefined();
+  });
+
+  it("clamps every score to [0, 1], so a scorer cannot outweigh its weight", () => {
+    expect([-1, 0, 0.5, 1, 7, NaN, Infinity, -Infinity].map(clampScore)).toEqual([0, 0, 0.5, 1, 1, 0, 1, 0]);
+    const wild: Scorer = (_r, _s, list) => list.map((c) => (c.id === "a" ? 1e9 : 0.9));
+    const fair: Scorer = (_r, _s, list) => list.map((c) => (c.id === "a" ? 0 : 1));
+    const list = [candidate("a"), candidate("b")];
+    const pipeline: Pipeline = {
+      filters: [],
+      scorers: [
+        { scorer: wild, weight: 1 },
+        { scorer: fair, weight: 1 },
+      ],
+      picker: maxScorePicker,
+    };
+    // Unclamped, a's 1e9 would win; clamped, b has 0.9 + 1 against a's 1 + 0.
+    expect(runPipeline(pipeline, request(), stateOf(KEY, list), list)!.id).toBe("b");
+  });
+
+  it("runs the filters in order and stops when one leaves nothing", () => {
+    const seen: string[] = [];
+    const pipeline: Pipeline = {
+      filters: [
+        (_r, _s, list) => (seen.push("first"), list.filter(() => false)),
+        (_r, _s, list) => (seen.push("second"), list),
+      ],
+      scorers: [{ scorer: rendezvousScorer, weight: 1 }],
+      picker: maxScorePicker,
+    };
+    const list = candidates(3);
+    expect(runPipeline(pipeline, request(), stateOf(KEY, list), list)).toBeUndefined();
+    expect(seen).toEqual(["first"]);
+  });
+
+  it("expresses a weighted scorer mix with a max-score pick (llm-d's shape: queue 2 : KV 2 here)", () => {
+    const reading = (waitingRequests: number, kvCacheUsage: number) => ({
+      runningRequests: 0,
+      waitingRequests,
+      kvCacheUsage,
+      readAtMs: 10_000,
+    });
+    const list = [
+      candidate("busy-queue", { engineLoad: reading(9, 0.1) }),
+      candidate("full-cache", { engineLoad: reading(0, 0.95) }),
+      candidate("balanced", { engineLoad: reading(2, 0.3) }),
+    ];
+    const mix: Pipeline = {
+      filters: [eligibleFilter],
+      scorers: [
+        { scorer: queueScorer, weight: 2 },
+        { scorer: kvCacheScorer, weight: 2 },
+      ],
+      picker: maxScorePicker,
+    };
+    // busy-queue: 2*0 + 2*0.9 = 1.8; full-cache: 2*1 + 2*0.05 = 2.1; balanced: 2*(7/9) + 2*0.7 = 2.96.
+    expect(runPipeline(mix, request(), stateOf(KEY, list), list)!.id).toBe("balanced");
+  });
+});

@@ -1,0 +1,302 @@
+// Placement end to end on simulated qwen2.5-7b engines: a hot session spills instead of piling up, uniform
+// sessions stay exact, and session-less agent templates each keep to one engine's prefix cache.
+import { describe, expect, it } from "vitest";
+import { metricValue, pollUntil, scrape, startCluster, type Cluster } from "../helpers/cluster.js";
+
+const MODEL = "sim-7b";
+/** Simulated ms per wall ms: long enough hot requests to outlast the ordinary turns, short enough tests. */
+const TIME_SCALE = 4;
+
+function engines(count: number, maxInflight: number) {
+  return Array.from({ length: count }, (_, i) => ({
+    id: `e${i}`,
+    tier: "small",
+    model: MODEL,
+    maxInflight,
+    sim: { profile: "qwen2.5-7b", timeScale: TIME_SCALE, seed: i },
+  }));
+}
+
+interface Turn {
+  status: number;
+  backend: string;
+  reason: string;
+  affinityHit: boolean;
+  queueWaitMs: number;
+  /** Wall ms from sending to the first chunk of the streamed answer (the gateway's queue wait included). */
+  ttftMs: number;
+  promptTokens: number;
+  cachedTokens: number;
+}
+
+/** One streamed chat completion; reads the gateway's headers and the engine's usage chunk. */
+async function turn(
+  url: string,
+  options: { session?: string; system: string; user: string; maxTokens: number; stream?: boolean },
+): Promise<Turn> {
+  const started = performance.now();
+  const response = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(options.session === undefined ? {} : { "x-session-id": options.session }),
+    },
+    body: JSON.stringify({
+      model: MODEL,
+      messages: [
+        { role: "system", content: options.system },
+        { role: "user", content: options.user },
+      ],
+      max_tokens: options.maxTokens,
+      ...(options.stream === false ? {} : { stream: true, stream_options: { include_usage: true } }),
+    }),
+  });
+  const reader = response.body!.getReader();
+  let ttftMs = -1;
+  let text = "";
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (ttftMs < 0) ttftMs = performance.now() - started;
+    text += decoder.decode(value, { stream: true });
+  }
+  const usageLine = text
+    .split("\n")
+    .filter((line) => line.startsWith("data: {") && line.includes('"usage":{'))
+    .at(-1);
+  const usage =
+    usageLine === undefined ? undefined : (JSON.parse(usageLine.slice(6)) as { usage: Usage }).usage;
+  const h = response.headers;
+  return {
+    status: response.status,
+    backend: h.get("x-agent-serve-backend") ?? "",
+    reason: h.get("x-agent-serve-reason") ?? "",
+    affinityHit: h.get("x-agent-serve-affinity-hit") === "true",
+    queueWaitMs: Number(h.get("x-agent-serve-queue-wait-ms")),
+    ttftMs,
+    promptTokens: usage?.prompt_tokens ?? 0,
+    cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+  };
+}
+
+interface Usage {
+  prompt_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
+}
+
+function p99(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)]!;
+}
+
+/** Runs `jobs` with `workers` of them in flight at a time, in order. */
+async function pool<T>(jobs: (() => Promise<T>)[], workers: number): Promise<T[]> {
+  const results: T[] = new Array<T>(jobs.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (next < jobs.length) {
+        const at = next++;
+        results[at] = await jobs[at]!();
+      }
+    }),
+  );
+  return results;
+}
+
+const ORDINARY = Array.from({ length: 16 }, (_, i) => `ordinary-${i}`);
+const HOT = "hot-session";
+const SYSTEM = "You are a careful coding agent. Think, then act. ".repeat(10);
+
+interface HotSpotRun {
+  /** Ordinary sessions' backends after their first turn (before the fan-out). */
+  homes: Map<string, string>;
+  hotHome: string;
+  hot: Turn[];
+  ordinary: { session: string; turn: Turn }[];
+  /** One more turn of each ordinary session after the fan-out ended. */
+  after: Map<string, Turn>;
+  spillsMetric: number;
+}
+
+/** 4 engines at max_inflight 8; 16 ordinary sessions take turns while one session fans out 12 long requests. */
+async function hotSpot(loadFactor: number): Promise<HotSpotRun> {
+  const cluster: Cluster = await startCluster(engines(4, 8), {
+    affinity: { load_factor: loadFactor },
+    admission: { max_queue_size: 256 },
+  });
+  try {
+    const { url } = cluster;
+    // Every session's first turn, one at a time: idle engines, so both runs bind every session alike.
+    const homes = new Map<string, string>();
+    for (const session of ORDINARY)
+      homes.set(session, (await turn(url, { session, system: SYSTEM, user: "start", maxTokens: 4 })).backend);
+    const hotHome = (await turn(url, { session: HOT, system: SYSTEM, user: "plan", maxTokens: 4 })).backend;
+
+    // The fan-out: 12 concurrent long calls of one session (not streamed: the test process's CPU goes to
+    // the ordinary turns), all at the gateway (in flight or queued) before the ordinary turns start.
+    const hotCalls = Array.from({ length: 12 }, (_, i) =>
+      turn(url, { session: HOT, system: SYSTEM, user: `tool call ${i}`, maxTokens: 600, stream: false }),
+    );
+    await pollUntil(async () => {
+      const metrics = await scrape(url);
+      let atGateway = metricValue(metrics, "agentserve_queue_depth");
+      for (let i = 0; i < 4; i++)
+        atGateway += metricValue(metrics, "agentserve_backend_inflight", { backend: `e${i}` });
+      return atGateway === 12;
+    });
+    const ordinary = await pool(
+      [1, 2].flatMap((round) =>
+        ORDINARY.map((session) => async () => ({
+          session,
+          turn: await turn(url, { session, system: SYSTEM, user: `turn ${round}`, maxTokens: 8 }),
+        })),
+      ),
+      4,
+    );
+    const hot = await Promise.all(hotCalls);
+    const after = new Map<string, Turn>();
+    for (const session of ORDINARY)
+      after.set(session, await turn(url, { session, system: SYSTEM, user: "after", maxTokens: 4 }));
+    const spillsMetric = metricValue(await scrape(url), "agentserve_affinity_spills_total", {
+      tier: "small",
+    });
+    return { homes, hotHome, hot, ordinary, after, spillsMetric };
+  } finally {
+    await cluster.close();
+  }
+}
+
+describe("placement on simulated engines", () => {
+  it("hot spot: the ordinary sessions stop queueing behind a fanned-out session (p99 TTFT at least halved)", async () => {
+    const plain = await hotSpot(0);
+    const bounded = await hotSpot(1.25);
+    for (const run of [plain, bounded]) {
+      expect([...run.hot, ...run.ordinary.map((o) => o.turn)].every((t) => t.status === 200)).toBe(true);
+    }
+    // Same bindings in both runs (idle engines at every first turn), and some ordinary sessions share the hot one's engine.
+    expect(bounded.homes).toEqual(plain.homes);
+    expect(bounded.hotHome).toBe(plain.hotHome);
+    const sharing = ORDINARY.filter((s) => plain.homes.get(s) === plain.hotHome);
+    expect(sharing.length).toBeGreaterThanOrEqual(2);
+
+    // Plain affinity: the hot session's 12 calls all go home (8 run, 4 queue), and so do the sharing sessions'.
+    expect(plain.hot.every((t) => t.backend === plain.hotHome && t.reason === "affinity_hit")).toBe(true);
+    const plainSharing = plain.ordinary.filter((o) => sharing.includes(o.session));
+    expect(plainSharing.every((o) => o.turn.backend === plain.hotHome)).toBe(true);
+    expect(plainSharing.some((o) => o.turn.queueWaitMs > 0)).toBe(true);
+
+    // Bounded load: the 4 calls beyond the home engine's 8 slots spill; the binding stays home.
+    expect(bounded.hot.filter((t) => t.reason === "spill").length).toBe(4);
+    expect(bounded.hot.filter((t) => t.backend === bounded.hotHome).length).toBe(8);
+    // No ordinary request queued at the gateway: the sharing sessions spilled to engines with free slots.
+    expect(bounded.ordinary.filter((o) => o.turn.queueWaitMs > 0)).toEqual([]);
+    for (const { session, turn: t } of bounded.ordinary) {
+      if (sharing.includes(session)) expect(t).toMatchObject({ reason: "spill", affinityHit: false });
+      else expect(t).toMatchObject({ reason: "affinity_hit", backend: bounded.homes.get(session) });
+    }
+    // Spill, never move: once the fan-out is over every session is back on its own engine, a hit.
+    for (const session of ORDINARY)
+      expect(bounded.after.get(session)).toMatchObject({
+        backend: bounded.homes.get(session),
+        reason: "affinity_hit",
+      });
+    const spills = [...bounded.hot, ...bounded.ordinary.map((o) => o.turn)].filter(
+      (t) => t.reason === "spill",
+    );
+    expect(bounded.spillsMetric).toBe(spills.length);
+    expect(plain.spillsMetric).toBe(0);
+
+    // The ordinary sessions' p99 TTFT, as a ratio of the two runs on the same machine: the sharing sessions
+    // wait for a 600-token call to end under plain affinity (about 7.5 simulated s), for nothing with bounded load.
+    const plainP99 = () => Math.round(p99(plain.ordinary.map((o) => o.turn.ttftMs)));
+    const boundedP99 = () => Math.round(p99(bounded.ordinary.map((o) => o.turn.ttftMs)));
+    if (process.env["PLACEMENT_REPORT"])
+      console.log(`ordinary p99 TTFT ms: plain ${plainP99()}, bounded ${boundedP99()}`);
+    expect(boundedP99() * 2).toBeLessThanOrEqual(plainP99());
+  });
+
+  it("uniform sessions: every turn after the first is a hit on the session's one engine, nothing spills", async () => {
+    const cluster = await startCluster(engines(4, 8), {});
+    try {
+      const sessions = Array.from({ length: 8 }, (_, i) => `uniform-${i}`);
+      const before = await scrape(cluster.url);
+      const turns = await Promise.all(
+        sessions.map(async (session) => {
+          const mine: Turn[] = [];
+          for (let i = 0; i < 4; i++)
+            mine.push(await turn(cluster.url, { session, system: SYSTEM, user: `turn ${i}`, maxTokens: 8 }));
+          return mine;
+        }),
+      );
+      for (const mine of turns) {
+        expect(mine.map((t) => t.reason)).toEqual([
+          "new_session",
+          "affinity_hit",
+          "affinity_hit",
+          "affinity_hit",
+        ]);
+        expect(new Set(mine.map((t) => t.backend)).size).toBe(1);
+      }
+      const after = await scrape(cluster.url);
+      const delta = (name: string) =>
+        metricValue(after, name, { tier: "small" }) - metricValue(before, name, { tier: "small" });
+      expect(delta("agentserve_affinity_hits_total")).toBe(24);
+      expect(delta("agentserve_affinity_misses_total")).toBe(8);
+      expect(delta("agentserve_affinity_spills_total")).toBe(0);
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  async function templates(sessionless: "prefix" | "balancer") {
+    const cluster = await startCluster(engines(4, 8), { affinity: { sessionless } });
+    try {
+      const system = (t: number) =>
+        `Template ${t}: you are agent kind #${t}. ${"Follow the house rules. ".repeat(120)}`;
+      const results = new Map<number, Turn[]>();
+      for (let round = 0; round < 12; round++) {
+        for (let t = 0; t < 6; t++) {
+          const answer = await turn(cluster.url, {
+            system: system(t),
+            user: `request ${round} of ${t}`,
+            maxTokens: 4,
+          });
+          results.set(t, [...(results.get(t) ?? []), answer]);
+        }
+      }
+      return results;
+    } finally {
+      await cluster.close();
+    }
+  }
+
+  const cachedShare = (results: Map<number, Turn[]>) => {
+    let prompt = 0;
+    let cached = 0;
+    for (const answers of results.values()) {
+      for (const answer of answers.slice(1)) {
+        prompt += answer.promptTokens;
+        cached += answer.cachedTokens;
+      }
+    }
+    return cached / prompt;
+  };
+
+  it("six templates without session ids: each on one engine, >= 90% of prompt tokens cached after its first request", async () => {
+    const results = await templates("prefix");
+    for (const answers of results.values()) {
+      expect(new Set(answers.map((a) => a.backend)).size).toBe(1);
+      expect(answers.every((a) => a.reason === "prefix" && !a.affinityHit)).toBe(true);
+    }
+    expect(cachedShare(results)).toBeGreaterThanOrEqual(0.9);
+
+    // Control, today's placement: the balancer scatters every template, and the cache share falls below 90%.
+    const scattered = await templates("balancer");
+    expect([...scattered.values()].some((answers) => new Set(answers.map((a) => a.backend)).size > 1)).toBe(
+      true,
+    );
+    expect(cachedShare(scattered)).toBeLessThan(0.9);
+  });
+});
