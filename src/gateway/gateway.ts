@@ -5,6 +5,7 @@ import type { Server } from "node:http";
 import { pino, type Logger } from "pino";
 import { createBalancer } from "../affinity/balancers.js";
 import { ResponseOwners } from "../affinity/response-owners.js";
+import { createPolicy } from "../affinity/policies/create-policy.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { BackendSlots } from "../admission/backend-slots.js";
@@ -174,6 +175,7 @@ export class Gateway {
       loadFactor: config.affinity.load_factor,
       sessionless: config.affinity.sessionless,
       engineSignalMaxAgeMs: engineSignalMaxAgeMs(config),
+      policy: createPolicy(config.affinity, random, engineSignalMaxAgeMs(config)),
     });
     this.health = new HealthChecker(registry, {
       intervalMs: config.health.probe_interval_seconds * 1000,
@@ -293,6 +295,7 @@ export class Gateway {
       balancer: createBalancer(config.affinity.balancer, this.random),
       loadFactor: config.affinity.load_factor,
       sessionless: config.affinity.sessionless,
+      policy: createPolicy(config.affinity, this.random, engineSignalMaxAgeMs(config)),
     });
     rt.slots.configure({
       maxQueueSize: config.admission.max_queue_size,
