@@ -33,15 +33,38 @@ function contentText(content: unknown): string {
  * of one template share it, and it is what an engine's prefix cache can reuse across them.
  */
 export function chatPrefixText(body: Record<string, unknown>): string {
-  let text = "";
-  const messages = body["messages"];
-  if (Array.isArray(messages)) {
-    for (const message of messages) {
-      if (!isRecord(message) || message["role"] === "user") break;
-      text += String(message["role"]) + END_ROLE + contentText(message["content"]) + END_MESSAGE;
-      if (text.length >= CHAT_PREFIX_MAX_CHARS) return text.slice(0, CHAT_PREFIX_MAX_CHARS);
-    }
+  return withTools(leadingMessages("", body["messages"]), body);
+}
+
+/**
+ * The Responses API's leading part, the same way: `instructions` (its system prompt), the input items
+ * before the first user message (none when `input` is a string: that is the user's turn), then the tools.
+ */
+export function responsesPrefixText(body: Record<string, unknown>): string {
+  const instructions = body["instructions"];
+  const head =
+    typeof instructions === "string" && instructions !== ""
+      ? "instructions" + END_ROLE + instructions + END_MESSAGE
+      : "";
+  return withTools(leadingMessages(head, body["input"]), body);
+}
+
+/** `text` followed by the role and text of every message before the first user message, capped. */
+function leadingMessages(start: string, messages: unknown): string {
+  let text = start;
+  if (!Array.isArray(messages)) return text.slice(0, CHAT_PREFIX_MAX_CHARS);
+  for (const message of messages) {
+    if (!isRecord(message) || message["role"] === "user") break;
+    text += String(message["role"]) + END_ROLE + contentText(message["content"]) + END_MESSAGE;
+    if (text.length >= CHAT_PREFIX_MAX_CHARS) break;
   }
+  return text.slice(0, CHAT_PREFIX_MAX_CHARS);
+}
+
+/** Appends the tool definitions (`tools`, and chat's legacy `functions`) to the leading part, capped. */
+function withTools(leading: string, body: Record<string, unknown>): string {
+  let text = leading;
+  if (text.length >= CHAT_PREFIX_MAX_CHARS) return text;
   for (const field of ["tools", "functions"]) {
     const definitions = body[field];
     if (Array.isArray(definitions) && definitions.length > 0) text += TOOLS + JSON.stringify(definitions);
@@ -59,9 +82,14 @@ export function completionPrefixText(prompt: unknown): string {
 
 /** The key, or undefined when the request has no shared leading part (a chat that opens with the user). */
 export function prefixKeyOf(
-  endpoint: "chat" | "completions",
+  endpoint: "chat" | "completions" | "responses",
   body: Record<string, unknown>,
 ): Hash64 | undefined {
-  const text = endpoint === "chat" ? chatPrefixText(body) : completionPrefixText(body["prompt"]);
+  const text =
+    endpoint === "chat"
+      ? chatPrefixText(body)
+      : endpoint === "responses"
+        ? responsesPrefixText(body)
+        : completionPrefixText(body["prompt"]);
   return text.length === 0 ? undefined : hashString(text);
 }

@@ -3,9 +3,9 @@ import type { Clock } from "../core/clock.js";
 import type { Balancer } from "./balancers.js";
 import { BROKEN, EXPIRED, type BindingStore } from "./binding-store.js";
 import type { Hash64 } from "./hash.js";
-import { hasFreeSlot, placementState } from "./placement/load.js";
+import { hasFreeSlot, loadBound, loadOf, placementState } from "./placement/load.js";
 import { runPipeline } from "./placement/pipeline.js";
-import { boundedRendezvousPipeline, rendezvousPipeline, spillPipeline } from "./placement/pipelines.js";
+import { boundedRendezvousPipeline, spillPipeline } from "./placement/pipelines.js";
 import type { PlacementCandidate, PlacementRequest } from "./placement/types.js";
 import type { PlacementPolicy, PolicyReason } from "./policies/policy.js";
 import { hashSession, rendezvousRanking, rendezvousWinner } from "./rendezvous.js";
@@ -235,7 +235,8 @@ export class AffinityScheduler {
   /**
    * The first backend of the key's rendezvous ranking within the load bound. When the exclusions leave no
    * backend within it (the bound always admits one up backend, but that one may have failed this request),
-   * the plain rendezvous winner among the rest: a request is better served late than refused.
+   * the plain rendezvous winner among the rest (rendezvousPipeline's choice): a request is better served
+   * late than refused.
    */
   private placeWithinBound<T extends SchedulingCandidate>(
     key: Hash64,
@@ -243,11 +244,14 @@ export class AffinityScheduler {
     candidates: readonly T[],
     nowMs: number,
   ): T | undefined {
+    const { exclude } = request;
+    const winner = rendezvousWinner(key, candidates, (c) => c.state === "up" && !exclude.has(c.id));
+    if (winner === undefined) return undefined;
     const state = this.stateFor(key, candidates, nowMs);
-    return (
-      runPipeline(boundedRendezvousPipeline, request, state, candidates) ??
-      runPipeline(rendezvousPipeline, request, state, candidates)
-    );
+    // The common case, without allocating: the key's winner is within its bound, so it is what the bounded
+    // pipeline would pick (its top score passes the filter). Otherwise the pipeline walks the ranking.
+    if (loadOf(winner) + 1 <= loadBound(winner, state)) return winner;
+    return runPipeline(boundedRendezvousPipeline, request, state, candidates) ?? winner;
   }
 
   /** Where a bound session's request may spill: free now, within the bound, best of its ranking. */

@@ -67,9 +67,9 @@ export async function runAttemptLoop(
     : (member: Buffer): StreamRelay => new SseRelay(member, request.bodies.stripUsage);
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < deps.settings.maxAttempts) {
+    const tierBackends = deps.registry.tier(tier);
     // The tier's Backends are the candidates: their in-flight and queued counts are kept by BackendSlots,
     // their engine readings by the load poller, so nothing is built per request.
-    const tierBackends = deps.registry.tier(tier);
     const candidates =
       request.onlyBackend === undefined
         ? tierBackends

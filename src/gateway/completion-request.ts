@@ -128,9 +128,7 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     previousResponseId: endpoint === "responses" && typeof previous === "string" ? previous : undefined,
     store: body["store"] !== false,
     get prefixKey() {
-      // The Responses API has no prefix key yet (merge of main into placement): it is placed by the balancer.
-      if (prefixKey === undefined)
-        prefixKey = endpoint === "responses" ? null : (prefixKeyOf(endpoint, body) ?? null);
+      if (prefixKey === undefined) prefixKey = prefixKeyOf(endpoint, body) ?? null;
       return prefixKey ?? undefined;
     },
     get routingText() {

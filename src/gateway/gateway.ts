@@ -57,14 +57,14 @@ function loadPollSettings(config: GatewayConfig): LoadPollSettings {
   };
 }
 
-function responseOwnerSettings(config: GatewayConfig): { ttlMs: number; maxEntries: number } {
-  return { ttlMs: config.responses.ttl_seconds * 1000, maxEntries: config.responses.max_entries };
-}
-
 /** Three missed readings and an engine's own load is too old to place by. */
 function engineSignalMaxAgeMs(config: GatewayConfig): number {
   const intervalMs = config.health.engine_metrics_interval_seconds * 1000;
   return intervalMs > 0 ? 3 * intervalMs : 0;
+}
+
+function responseOwnerSettings(config: GatewayConfig): { ttlMs: number; maxEntries: number } {
+  return { ttlMs: config.responses.ttl_seconds * 1000, maxEntries: config.responses.max_entries };
 }
 
 function budgetSettings(config: GatewayConfig): BudgetSettings {

@@ -3,6 +3,7 @@
 // Each message is `<|im_start|>role\n content <|im_end|>\n`; the prompt ends with `<|im_start|>assistant\n`.
 // Every piece is tokenized on its own, so a conversation's ids always extend the ids of its earlier turns, and a
 // reply the engine generated lines up with the same reply sent back as an assistant message.
+import { pythonJson } from "./json-schema-values.js";
 import { SPECIAL_TOKENS, encodeInto } from "./tokenizer.js";
 
 /** Qwen2.5's template inserts this when the conversation has no system message. */
@@ -36,20 +37,31 @@ function pushTurn(out: number[], role: string, content: string): void {
 }
 
 function toolsBlock(tools: unknown[]): string {
-  const lines = tools.map((tool) => JSON.stringify(tool));
+  const lines = tools.map((tool) => pythonJson(tool));
   return (
     "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
     "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
     lines.join("\n") +
     "\n</tools>\n\nFor each function call, return a json object with function name and arguments within " +
-    "<tool_call></tool_call> XML tags."
+    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}' +
+    "\n</tool_call>"
   );
 }
 
+/** A call's arguments as the template's `tojson` writes them (vLLM parses the JSON string first). */
+function argumentsJson(text: string): string {
+  try {
+    return pythonJson(JSON.parse(text) as unknown);
+  } catch {
+    return JSON.stringify(text);
+  }
+}
+
+/** An assistant turn: its text, then each call as a hermes block, exactly the text the model generates for it. */
 function assistantText(message: ChatMessage): string {
   let text = message.content;
   for (const call of message.toolCalls ?? []) {
-    const body = JSON.stringify({ name: call.function.name, arguments: call.function.arguments });
+    const body = `{"name": ${JSON.stringify(call.function.name)}, "arguments": ${argumentsJson(call.function.arguments)}}`;
     text += `${text.length > 0 ? "\n" : ""}<tool_call>\n${body}\n</tool_call>`;
   }
   return text;
@@ -72,7 +84,8 @@ export function renderChat(messages: readonly ChatMessage[], options: RenderOpti
         break;
       case "tool":
       case "function":
-        // Qwen2.5 hands tool results back to the model as a user turn.
+        // Qwen2.5 hands tool results back to the model as a user turn. (Its template merges a run of consecutive
+        // tool messages into one such turn; one turn each keeps every conversation's ids a prefix of its sequels.)
         pushTurn(out, "user", `<tool_response>\n${message.content}\n</tool_response>`);
         break;
       default:

@@ -24,6 +24,11 @@ flags:
   --max-num-batched-tokens N   token budget of one engine step, i.e. the chunked-prefill size (default: profile's)
   --kv-blocks N                KV cache capacity in blocks of ${SIM_DEFAULTS.blockSizeTokens} tokens (default: the profile's)
   --max-model-len N            context window in tokens (default: the profile's)
+  --tool-call-rate X           chance (0-1) of a tool call when a request offers tools and its last message is
+                               not a tool result (default 1)
+  --tool-call-rate-after-result X
+                               the same chance right after a tool result (default 0: the model then answers in text)
+  --parallel-tool-call-rate X  chance of each further call in one message, up to 3 (default 0)
   --fault SPEC                 inject a fault: none | die | hang | slow:MS | error_rate:RATE[:STATUS] | cut_stream:N
   --fault-delay-ms N           apply --fault N ms after listening instead of at once (e.g. die after 5000)
   -h, --help                   show this help
@@ -47,6 +52,15 @@ function integer(value: string | undefined, flag: string, min: number): number |
   return parsed;
 }
 
+function rate(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const parsed = Number(value);
+  if (value.trim() === "" || !(parsed >= 0 && parsed <= 1)) {
+    throw new UsageError(`--${flag} needs a number from 0 to 1 (got '${value}')`);
+  }
+  return parsed;
+}
+
 /** Parses the command's flags; throws UsageError on anything malformed. */
 export function parseSimArgs(argv: string[]): SimCommandOptions {
   let values: Record<string, string | undefined>;
@@ -66,6 +80,9 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
         "max-num-batched-tokens": { type: "string" },
         "kv-blocks": { type: "string" },
         "max-model-len": { type: "string" },
+        "tool-call-rate": { type: "string" },
+        "tool-call-rate-after-result": { type: "string" },
+        "parallel-tool-call-rate": { type: "string" },
         fault: { type: "string" },
         "fault-delay-ms": { type: "string" },
       },
@@ -114,6 +131,9 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
       maxNumBatchedTokens: integer(values["max-num-batched-tokens"], "max-num-batched-tokens", 1),
       kvCapacityBlocks: integer(values["kv-blocks"], "kv-blocks", 1),
       maxModelLen: integer(values["max-model-len"], "max-model-len", 2),
+      toolCallRate: rate(values["tool-call-rate"], "tool-call-rate"),
+      toolCallRateAfterToolResult: rate(values["tool-call-rate-after-result"], "tool-call-rate-after-result"),
+      parallelToolCallRate: rate(values["parallel-tool-call-rate"], "parallel-tool-call-rate"),
     },
     fault,
     faultDelayMs,

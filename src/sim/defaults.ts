@@ -24,6 +24,8 @@ export const SIM_DEFAULTS = {
   injectedErrorStatus: 500,
   /** vLLM labels its metrics per engine core; a simulated server has exactly one. */
   engineLabel: "0",
+  /** Finished Responses kept for previous_response_id and GET (least recently used dropped first). */
+  responseStoreCapacity: 10_000,
   /** What `/version` reports. */
   version: "0.0.0-agent-serve-sim",
 } as const;

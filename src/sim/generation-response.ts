@@ -14,6 +14,7 @@ import {
   type Usage,
 } from "./openai-shapes.js";
 import type { EngineRequest } from "./request.js";
+import { parseToolOutput, ToolCallStreamer, type ToolCallPlan } from "./tool-calls.js";
 
 export type ResponseOutcome = "served" | "aborted" | "cut" | "stalled";
 
@@ -40,6 +41,8 @@ export interface GenerationResponseOptions {
   promptIndexOfChoice: readonly number[];
   /** Prompt tokens as billed: once per distinct prompt. */
   promptTokens: number;
+  /** Per choice, the tool call it generates (its text then goes through the tool parser), if any. */
+  toolPlans?: readonly (ToolCallPlan | undefined)[];
 }
 
 /**
@@ -65,6 +68,8 @@ export class GenerationResponse implements RequestListener {
   private readonly pending: string[] = [];
   private flushQueued = false;
   private settled = false;
+  /** Per choice, the incremental tool parser of a streamed tool call. */
+  private readonly streamers: (ToolCallStreamer | undefined)[] = [];
 
   /**
    * Writes a turn's events once the engine loop yields (a nextTick callback): the instant profile commits many
@@ -81,6 +86,7 @@ export class GenerationResponse implements RequestListener {
     this.remaining = options.choices.length;
     if (options.stream) {
       this.sse = new SseChunks(options.identity, options.endpoint, options.choices.length);
+      for (const plan of options.toolPlans ?? []) this.streamers.push(plan && new ToolCallStreamer(plan));
       options.res.writeHead(200, {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-cache",
@@ -109,10 +115,17 @@ export class GenerationResponse implements RequestListener {
     const index = choices.length === 1 ? 0 : choices.indexOf(request);
     const text = request.outputTexts[tokenIndex] as string;
     const last = tokenIndex === request.outputLengthTokens - 1;
-    const reason: FinishReasonOut | null = last ? request.plannedFinishReason : null;
+    let reason: FinishReasonOut | null = last ? request.plannedFinishReason : null;
     // vLLM opens each chat choice with a role delta, sent along with its first token.
     if (tokenIndex === 0 && this.options.endpoint === "chat") this.pending.push(this.sse.role(index));
-    this.pending.push(this.sse.delta(index, text, reason));
+    const streamer = this.streamers[index];
+    if (streamer) {
+      const delta = streamer.push(text);
+      // Like vLLM: once the parser has streamed a call, the stream ends with "tool_calls" (a named call: "stop").
+      if (reason !== null && streamer.callsStarted > 0 && !streamer.isNamedChoice) reason = "tool_calls";
+      // A token the parser holds back (a tag, the end of a call) sends nothing, unless it ends the choice.
+      if (delta || reason !== null) this.pending.push(this.sse.toolDelta(index, delta, reason));
+    } else this.pending.push(this.sse.delta(index, text, reason));
     // The last token is followed at once by onFinish, which sends it together with the closing events.
     if (!last) this.queueFlush();
   }
@@ -164,11 +177,22 @@ export class GenerationResponse implements RequestListener {
   }
 
   private finishJson(totals: Usage): void {
-    const choices: ChoiceResult[] = this.options.choices.map((request, index) => ({
-      index,
-      text: request.outputTexts.join(""),
-      finishReason: request.plannedFinishReason,
-    }));
+    const choices: ChoiceResult[] = this.options.choices.map((request, index) => {
+      const text = request.outputTexts.join("");
+      const plan = this.options.toolPlans?.[index];
+      if (!plan) return { index, text, finishReason: request.plannedFinishReason };
+      const parsed = parseToolOutput(plan, text);
+      // vLLM: "tool_calls" when auto found calls or a required list ended normally; a named call ends "stop".
+      const called =
+        (plan.mode === "auto" && parsed.calls.length > 0) ||
+        (plan.mode === "required" && request.plannedFinishReason === "stop");
+      return {
+        index,
+        text: parsed.content,
+        finishReason: called ? "tool_calls" : request.plannedFinishReason,
+        toolCalls: parsed.calls,
+      };
+    });
     const body = JSON.stringify(
       this.options.endpoint === "chat"
         ? chatCompletionBody(this.options.identity, choices, totals)

@@ -10,6 +10,7 @@ import { Scheduler } from "./scheduler.js";
 import { SimServer } from "./server.js";
 import { SimTimeline } from "./sim-timeline.js";
 import { mixSeed } from "./text-generator.js";
+import { DEFAULT_TOOL_CALL_RATES } from "./tool-calls.js";
 
 export type { SimFault } from "./faults.js";
 export { parseFault, parseFaultSpec } from "./faults.js";
@@ -33,6 +34,15 @@ export interface SimEngineOptions {
   kvCapacityBlocks?: number;
   maxNumBatchedTokens?: number;
   maxModelLen?: number;
+  /**
+   * Chance that a chat request offering tools (tool_choice auto) gets a tool call when its last message is not a
+   * tool result (default 1).
+   */
+  toolCallRate?: number;
+  /** The same chance right after a tool result (default 0: the model answers in text, so agent loops end). */
+  toolCallRateAfterToolResult?: number;
+  /** Chance of each further call in the same message, up to 3 (default 0: one call at a time). */
+  parallelToolCallRate?: number;
   /** Fault in force from the start (default none). */
   fault?: SimFault;
   /** Called after a `die` fault has taken the engine down; the CLI exits the process here. */
@@ -132,6 +142,12 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
     loop,
     metrics,
     random: new SeededRandom(mixSeed(seed, 0x6661756c)),
+    toolCallRates: {
+      afterUser: options.toolCallRate ?? DEFAULT_TOOL_CALL_RATES.afterUser,
+      afterToolResult: options.toolCallRateAfterToolResult ?? DEFAULT_TOOL_CALL_RATES.afterToolResult,
+      parallel: options.parallelToolCallRate ?? DEFAULT_TOOL_CALL_RATES.parallel,
+      maxParallel: DEFAULT_TOOL_CALL_RATES.maxParallel,
+    },
     onDie: options.onDie,
   });
   if (options.fault && options.fault.kind !== "die") server.setFault(options.fault);

@@ -3,7 +3,9 @@
 // Streaming chunks are assembled from a per-response prefix string rather than JSON.stringify of a fresh object:
 // the SSE path runs once per token per client, and this keeps it cheap.
 
-export type FinishReasonOut = "stop" | "length" | "abort";
+import type { PlannedCall, StreamDelta } from "./tool-calls.js";
+
+export type FinishReasonOut = "stop" | "length" | "abort" | "tool_calls";
 
 export interface Usage {
   prompt_tokens: number;
@@ -67,8 +69,19 @@ export function modelList(
 
 export interface ChoiceResult {
   index: number;
-  text: string;
+  /** The message content (null when a tool call left no text before it). */
+  text: string | null;
   finishReason: FinishReasonOut;
+  toolCalls?: readonly PlannedCall[];
+}
+
+/** A message's tool calls in vLLM's ToolCall shape. */
+function toolCallsBody(calls: readonly PlannedCall[] | undefined): unknown[] {
+  return (calls ?? []).map((call) => ({
+    id: call.id,
+    type: "function",
+    function: { name: call.name, arguments: call.arguments },
+  }));
 }
 
 export function chatCompletionBody(
@@ -83,7 +96,12 @@ export function chatCompletionBody(
     model: identity.model,
     choices: choices.map((choice) => ({
       index: choice.index,
-      message: { role: "assistant", content: choice.text, reasoning_content: null, tool_calls: [] },
+      message: {
+        role: "assistant",
+        content: choice.text,
+        reasoning_content: null,
+        tool_calls: toolCallsBody(choice.toolCalls),
+      },
       logprobs: null,
       finish_reason: choice.finishReason,
       stop_reason: null,
@@ -158,6 +176,18 @@ export class SseChunks {
       return `${this.head}[{"index":${index},"delta":${delta},${ending}`;
     }
     return `${this.head}[{"index":${index},"text":${JSON.stringify(text)},${ending}`;
+  }
+
+  /** A chunk of a choice whose text goes through a tool parser: content and/or tool-call fragments. */
+  toolDelta(index: number, delta: StreamDelta | undefined, finishReason: FinishReasonOut | null): string {
+    const fields: string[] = [];
+    if (delta?.content !== undefined) fields.push(`"content":${JSON.stringify(delta.content)}`);
+    if (delta && delta.toolCalls.length > 0) fields.push(`"tool_calls":${JSON.stringify(delta.toolCalls)}`);
+    const ending =
+      finishReason === null
+        ? `"logprobs":null,"finish_reason":null}]}\n\n`
+        : `"logprobs":null,"finish_reason":"${finishReason}","stop_reason":null}]}\n\n`;
+    return `${this.head}[{"index":${index},"delta":{${fields.join(",")}},${ending}`;
   }
 
   /** The closing usage chunk sent when stream_options.include_usage is set. */

@@ -1,9 +1,11 @@
 // Validates OpenAI-style request bodies the way vLLM's server does, into typed generate requests.
 //
-// Fields vLLM accepts but the simulator has no use for (temperature, top_p, stop, tool_choice, logprobs, ...) are
+// Fields vLLM accepts but the simulator has no use for (temperature, top_p, stop, logprobs, ...) are
 // type-checked where vLLM would reject a wrong type, then ignored.
 import type { ChatMessage, ChatToolCall } from "./chat-template.js";
 import { badRequest } from "./errors.js";
+import { parseOutputFormat, type OutputFormat } from "./structured-output.js";
+import { parseChatTools, parseToolChoice, type ToolChoice, type ToolFunction } from "./tool-calls.js";
 import { VOCAB_SIZE } from "./tokenizer.js";
 
 /** Most choices (prompts x n) one request may ask for: generous for agents, bounded for the simulator. */
@@ -24,7 +26,13 @@ interface CommonRequest {
 export interface ChatRequest extends CommonRequest {
   endpoint: "chat";
   messages: ChatMessage[];
+  /** The request's tool definitions as sent (rendered into the prompt). */
   tools: unknown[] | undefined;
+  /** The same tools, read: name and parameter schema. */
+  toolFunctions: ToolFunction[];
+  toolChoice: ToolChoice;
+  parallelToolCalls: boolean;
+  outputFormat: OutputFormat;
   addGenerationPrompt: boolean;
 }
 
@@ -156,7 +164,7 @@ function withCommon<T extends { endpoint: string }>(common: CommonRequest, speci
   return request;
 }
 
-function parseContent(value: unknown, where: string, role: string): string {
+export function parseContent(value: unknown, where: string, role: string): string {
   if (typeof value === "string") return value;
   if (!isPresent(value)) {
     // Only an assistant turn that carries tool calls may leave its content out.
@@ -183,7 +191,7 @@ function parseContent(value: unknown, where: string, role: string): string {
   return texts.join("\n");
 }
 
-function parseToolCalls(value: unknown, where: string): ChatToolCall[] | undefined {
+export function parseToolCalls(value: unknown, where: string): ChatToolCall[] | undefined {
   if (!isPresent(value)) return undefined;
   if (!Array.isArray(value))
     throw badRequest(`${where}.tool_calls: Input should be a valid list`, "messages");
@@ -229,10 +237,15 @@ export function parseChatRequest(body: unknown): ChatRequest {
     throw badRequest("tools: Input should be a list of objects", "tools");
   }
   if (common.n > MAX_CHOICES) throw badRequest(`n must be at most ${MAX_CHOICES}, got ${common.n}.`, "n");
+  const toolFunctions = parseChatTools(Array.isArray(tools) ? tools : undefined);
   return withCommon(common, {
     endpoint: "chat",
     messages,
     tools: Array.isArray(tools) ? tools : undefined,
+    toolFunctions,
+    toolChoice: parseToolChoice(body["tool_choice"], toolFunctions),
+    parallelToolCalls: optionalBoolean(body, "parallel_tool_calls") ?? true,
+    outputFormat: parseOutputFormat(body["response_format"], "response_format"),
     addGenerationPrompt: optionalBoolean(body, "add_generation_prompt") ?? true,
   });
 }

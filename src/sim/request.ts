@@ -1,6 +1,6 @@
 // One sequence inside the simulated engine: its tokens, its progress, its KV blocks and its timestamps.
 import { ROOT_BLOCK_HASH } from "./block-hash.js";
-import type { ReplyGenerator } from "./text-generator.js";
+import type { ReplySource } from "./text-generator.js";
 
 export type RequestStatus = "waiting" | "running" | "finished";
 export type FinishReason = "stop" | "length" | "abort";
@@ -12,7 +12,7 @@ export interface EngineRequestInit {
   outputLengthTokens: number;
   /** Why the reply ends at that length: "stop" when its last token is end-of-turn, else "length". */
   finishReason: "stop" | "length";
-  generator: ReplyGenerator;
+  generator: ReplySource;
   /** Parent key of the first block (vLLM's cache_salt); ROOT_BLOCK_HASH when unsalted. */
   rootHash?: number;
 }
@@ -23,7 +23,7 @@ export class EngineRequest {
   readonly outputLengthTokens: number;
   readonly plannedFinishReason: "stop" | "length";
   readonly rootHash: number;
-  readonly generator: ReplyGenerator;
+  readonly generator: ReplySource;
   /** Prompt ids followed by every reply id sampled so far. */
   readonly tokens: number[];
   /** Text of each reply token, in order ("" for end-of-turn). */

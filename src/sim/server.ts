@@ -6,6 +6,8 @@ import type { AddressInfo, Socket } from "node:net";
 import { systemClock } from "../core/clock.js";
 import type { Random } from "../core/random.js";
 import { renderChat } from "./chat-template.js";
+import { ResponseStore } from "./response-store.js";
+import { ResponsesApi } from "./responses-routes.js";
 import { SIM_DEFAULTS } from "./defaults.js";
 import type { EngineLoop } from "./engine-loop.js";
 import { errorTypeForStatus, sendError, sendRouteError, SimRequestError } from "./errors.js";
@@ -16,9 +18,11 @@ import type { SimMetrics } from "./metrics.js";
 import { answerInfoRoute, type InfoSource } from "./info-routes.js";
 import type { Usage } from "./openai-shapes.js";
 import type { SimProfile } from "./profiles.js";
+import { planChatReply } from "./reply-plan.js";
 import { createEngineRequest } from "./request-factory.js";
 import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "./request-parser.js";
 import type { EngineRequest } from "./request.js";
+import type { ToolCallPlan, ToolCallRates } from "./tool-calls.js";
 import { encode } from "./tokenizer.js";
 
 export interface SimServerDeps {
@@ -30,6 +34,8 @@ export interface SimServerDeps {
   metrics: SimMetrics;
   /** Dice for error_rate faults. */
   random: Random;
+  /** How often tool calls happen when a request offers tools. */
+  toolCallRates: ToolCallRates;
   /** Called once the engine has died from a `die` fault (the CLI exits the process here). */
   onDie?: () => void;
 }
@@ -86,6 +92,7 @@ export class SimServer {
   private readonly closed: Promise<void>;
   private resolveClosed: () => void = () => undefined;
   readonly counters: ServerCounters = zeroCounters();
+  private readonly responses: ResponsesApi;
 
   /** Handed to every response: how it reads the fault, cancels its engine work and reports its outcome. */
   private readonly responseHost: ResponseHost = {
@@ -104,6 +111,17 @@ export class SimServer {
       metrics: deps.metrics,
       nowSeconds,
     };
+    this.responses = new ResponsesApi({
+      model: deps.model,
+      profile: deps.profile,
+      maxModelLen: deps.maxModelLen,
+      seed: deps.seed,
+      loop: deps.loop,
+      toolCallRates: deps.toolCallRates,
+      store: new ResponseStore(SIM_DEFAULTS.responseStoreCapacity),
+      host: this.responseHost,
+      nowSeconds,
+    });
     this.http = createServer({ keepAlive: true, noDelay: true }, (req, res) => {
       try {
         this.route(req, res);
@@ -174,6 +192,11 @@ export class SimServer {
     const url = req.url ?? "/";
     const query = url.indexOf("?");
     const path = query < 0 ? url : url.slice(0, query);
+    if (ResponsesApi.owns(path)) {
+      if (this.fault.kind === "hang") return;
+      this.handleResponses(path, req, res).catch((err: unknown) => this.fail(res, err));
+      return;
+    }
     const methods = ROUTES.get(path);
     if (!methods) return sendRouteError(res, 404);
     if (!methods.includes(req.method ?? "")) return sendRouteError(res, 405);
@@ -246,21 +269,37 @@ export class SimServer {
     }
     const prompts = this.tokenize(request);
 
-    if (shouldInjectError(this.fault, this.deps.random)) {
-      const status =
-        this.fault.kind === "error_rate" ? (this.fault.status ?? SIM_DEFAULTS.injectedErrorStatus) : 500;
-      throw new SimRequestError(
-        "Simulated engine failure (injected fault)",
-        status,
-        errorTypeForStatus(status),
-      );
-    }
+    this.injectFaults();
     if (this.fault.kind === "slow") {
       await this.sleep(this.fault.extraLatencyMs);
       if (res.destroyed) this.counters.requestsAborted += 1;
     }
     if (this.fault.kind === "hang" || this.dead || res.destroyed) return;
     this.start(request, prompts, res, endpoint);
+  }
+
+  /** The Responses API: creation counts as a generation request (and meets injected faults); reads do not. */
+  private async handleResponses(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const creates = path === "/v1/responses" && req.method === "POST";
+    if (creates) {
+      this.counters.requestsReceived += 1;
+      this.injectFaults();
+      if (this.fault.kind === "slow") await this.sleep(this.fault.extraLatencyMs);
+      if (this.dead || res.destroyed) return;
+    }
+    await this.responses.handle(path, req, res);
+  }
+
+  /** Throws the injected failure when an error_rate fault's dice say so. */
+  private injectFaults(): void {
+    if (!shouldInjectError(this.fault, this.deps.random)) return;
+    const status =
+      this.fault.kind === "error_rate" ? (this.fault.status ?? SIM_DEFAULTS.injectedErrorStatus) : 500;
+    throw new SimRequestError(
+      "Simulated engine failure (injected fault)",
+      status,
+      errorTypeForStatus(status),
+    );
   }
 
   /** Prompt token ids per prompt, checked against the context window as vLLM checks them. */
@@ -304,9 +343,16 @@ export class SimServer {
     const id = `${endpoint === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`;
     const choices: EngineRequest[] = [];
     const promptIndexOfChoice: number[] = [];
+    const toolPlans: (ToolCallPlan | undefined)[] = [];
+    const seed = request.seed ?? this.deps.seed;
     prompts.forEach((promptTokenIds, promptIndex) => {
       for (let sample = 0; sample < request.n; sample++) {
         promptIndexOfChoice.push(promptIndex);
+        const script =
+          request.endpoint === "chat"
+            ? planChatReply(request, this.deps.toolCallRates, { promptTokenIds, seed, choiceIndex: sample })
+            : undefined;
+        toolPlans.push(script?.toolPlan);
         choices.push(
           createEngineRequest({
             id: `${id}-${choices.length}`,
@@ -314,9 +360,10 @@ export class SimServer {
             maxTokens: request.maxTokens,
             maxModelLen: this.deps.maxModelLen,
             stop: this.deps.profile.stop,
-            seed: request.seed ?? this.deps.seed,
+            seed,
             choiceIndex: sample,
             cacheSalt: request.cacheSalt,
+            scriptedText: script?.text,
           }),
         );
       }
@@ -332,6 +379,7 @@ export class SimServer {
       choices,
       promptIndexOfChoice,
       promptTokens: prompts.reduce((sum, prompt) => sum + prompt.length, 0),
+      toolPlans,
     });
     for (const choice of choices) loop.submit(choice, response);
     response.sendHeadersSoon();

@@ -3,6 +3,7 @@
 // Every piece is exactly four characters, so the tokenizer maps a reply sent back in the next turn to the very ids
 // the engine generated (and cached). Pieces are short words with a leading space, a few ending in punctuation.
 import type { Random } from "../core/random.js";
+import { SIM_DEFAULTS } from "./defaults.js";
 import type { StopDistribution } from "./profiles.js";
 import { SPECIAL_TOKENS, pieceId } from "./tokenizer.js";
 
@@ -26,8 +27,13 @@ export interface ReplyToken {
 
 const END_OF_TURN: ReplyToken = { id: SPECIAL_TOKENS.imEnd, text: "" };
 
+/** Where a request's reply tokens come from, one at a time and in order. */
+export interface ReplySource {
+  token(index: number): ReplyToken;
+}
+
 /** Draws the reply one token at a time; `endsWithStop` makes the last token the end-of-turn token. */
-export class ReplyGenerator {
+export class ReplyGenerator implements ReplySource {
   constructor(
     private readonly random: Random,
     private readonly lengthTokens: number,
@@ -39,6 +45,32 @@ export class ReplyGenerator {
     if (this.endsWithStop && index === this.lengthTokens - 1) return END_OF_TURN;
     const pick = Math.floor(this.random.next() * REPLY_PIECES.length);
     return { id: REPLY_PIECE_IDS[pick] as number, text: REPLY_PIECES[pick] as string };
+  }
+}
+
+/**
+ * A reply whose text is fixed in advance (a tool call, structured output): its 4-character pieces, then
+ * end-of-turn. The pieces are exactly what the tokenizer makes of the same text, so the text sent back in the next
+ * turn re-tokenizes to the ids the engine generated.
+ */
+export class ScriptedReply implements ReplySource {
+  private readonly pieces: string[] = [];
+
+  constructor(text: string) {
+    for (let i = 0; i < text.length; i += SIM_DEFAULTS.charsPerToken) {
+      this.pieces.push(text.slice(i, i + SIM_DEFAULTS.charsPerToken));
+    }
+  }
+
+  /** Tokens of the whole reply, end-of-turn included. */
+  get lengthTokens(): number {
+    return this.pieces.length + 1;
+  }
+
+  token(index: number): ReplyToken {
+    const piece = this.pieces[index];
+    if (piece === undefined) return END_OF_TURN;
+    return { id: pieceId(piece, 0, piece.length), text: piece };
   }
 }
 

@@ -122,4 +122,28 @@ describe("prefixKeyOf", () => {
     expect(request.prefixKey).toEqual(prefixKeyOf("chat", body));
     expect(request.prefixKey).toBe(request.prefixKey); // memoised: the same object
   });
+
+  it("keys a Responses API request by its instructions, leading items and tools, not the user's input", () => {
+    const a = prefixKeyOf("responses", {
+      instructions: "You are the triage agent.",
+      input: "ticket 1",
+      tools: TOOLS,
+    });
+    const b = prefixKeyOf("responses", {
+      instructions: "You are the triage agent.",
+      input: [{ role: "user", content: "ticket 2" }],
+      tools: TOOLS,
+      temperature: 0.1,
+    });
+    expect(a).toBeDefined();
+    expect(b).toEqual(a);
+    expect(
+      prefixKeyOf("responses", {
+        instructions: "You are the billing agent.",
+        input: "ticket 1",
+        tools: TOOLS,
+      }),
+    ).not.toEqual(a);
+    expect(prefixKeyOf("responses", { input: "just a question" })).toBeUndefined();
+  });
 });

@@ -135,7 +135,12 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
     });
     bounded.selectBackend("s", "small", candidates(2));
     bounded.selectBackend(undefined, "small", candidates(2), undefined, { prefixKey: { hi: 1, lo: 2 } });
-    expect(pipeline.runPipeline).toHaveBeenCalledTimes(2);
+    // Idle backends: the winner is within its bound, found without the pipeline.
+    expect(rendezvous.rendezvousWinner).toHaveBeenCalledTimes(3);
+    const loaded = candidates(2);
+    loaded.find((c) => c.id === bounded.ranking("t", loaded)[0]!.id)!.inflight = 5;
+    bounded.selectBackend("t", "small", loaded);
+    expect(pipeline.runPipeline).toHaveBeenCalledTimes(1);
   });
 
   it("counts nothing as broken and moves nothing on failures, outages and recoveries", () => {

@@ -64,7 +64,6 @@ describe("the shipped configs/gateway.yaml", () => {
       rebalance_on_backend_recovery: false,
       max_bindings: 1_000_000,
       balancer: "least_inflight",
-      store: { kind: "memory" },
       load_factor: 1.25,
       sessionless: "prefix",
       policy: "hrw",
@@ -83,6 +82,7 @@ describe("the shipped configs/gateway.yaml", () => {
         max_blocks: 256,
         lru_capacity_per_backend: 31_250,
       },
+      store: { kind: "memory" },
     });
     expect(config.health).toEqual({
       probe_interval_seconds: 10,
@@ -166,7 +166,6 @@ describe("defaults", () => {
       rebalance_on_backend_recovery: false,
       max_bindings: 1_000_000,
       balancer: "least_inflight",
-      store: { kind: "memory" },
       load_factor: 1.25,
       sessionless: "prefix",
       policy: "hrw",
@@ -185,6 +184,7 @@ describe("defaults", () => {
         max_blocks: 256,
         lru_capacity_per_backend: 31_250,
       },
+      store: { kind: "memory" },
     });
     expect(config.server.port).toBe(0);
     expect(config.server.host).toBe("0.0.0.0");

@@ -48,12 +48,30 @@ describe("parseSimArgs", () => {
     expect(parseSimArgs([]).engine.port).toBe(8000);
   });
 
+  it("maps the tool-call rates", () => {
+    const parsed = parseSimArgs([
+      "--tool-call-rate",
+      "0.5",
+      "--tool-call-rate-after-result",
+      "0.1",
+      "--parallel-tool-call-rate",
+      "1",
+    ]);
+    expect(parsed.engine).toMatchObject({
+      toolCallRate: 0.5,
+      toolCallRateAfterToolResult: 0.1,
+      parallelToolCallRate: 1,
+    });
+  });
+
   it.each([
     [["--port", "http"]],
     [["--profile", "gpt-5"]],
     [["--time-scale", "0"]],
     [["--fault", "explode"]],
     [["--fault-delay-ms", "10"]],
+    [["--tool-call-rate", "1.5"]],
+    [["--parallel-tool-call-rate", "x"]],
     [["--unknown"]],
     [["positional"]],
   ])("rejects %j with a UsageError", (argv) => {
@@ -61,7 +79,18 @@ describe("parseSimArgs", () => {
   });
 
   it("documents every flag in its help", () => {
-    for (const flag of ["--port", "--host", "--profile", "--time-scale", "--model", "--seed", "--fault"]) {
+    for (const flag of [
+      "--port",
+      "--host",
+      "--profile",
+      "--time-scale",
+      "--model",
+      "--seed",
+      "--fault",
+      "--tool-call-rate",
+      "--tool-call-rate-after-result",
+      "--parallel-tool-call-rate",
+    ]) {
       expect(simCommand.help).toContain(flag);
     }
   });
