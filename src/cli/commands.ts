@@ -1,4 +1,5 @@
 // Every subcommand of agent-serve, in the order `--help` lists them.
+import { agentCommand } from "../agent/command.js";
 import { engineCommand } from "../engine/command.js";
 import { simCommand } from "../sim/command.js";
 import { studyCommand } from "../study/command.js";
@@ -13,5 +14,6 @@ export const commands: readonly Command[] = [
   simCommand,
   engineCommand,
   studyCommand,
+  agentCommand,
   hashKeyCommand,
 ];

@@ -131,6 +131,8 @@ const classifierSchema = z.strictObject({
   enabled: z.boolean({ error: "must be true or false" }).default(false),
   /** The tier whose engines answer it; unset: the default tier (usually small). */
   tier: identifier("a tier name").optional(),
+  /** The tiers it chooses between; unset: routing's default and long-prompt tiers (all tiers if no such pair). */
+  tiers: z.array(identifier("a tier name"), { error: "must be a list of tier names" }).min(1).optional(),
   /** The model asked; unset: the model of that tier's first backend. */
   model: z.string({ error: "must be a model id" }).min(1, { error: "must be a model id" }).optional(),
   /** The system prompt; unset: a built-in one that lists the tiers. */
@@ -299,6 +301,10 @@ export const gatewayConfigSchema = z
       [["routing", "default_tier"], config.routing.default_tier],
       [["routing", "long_prompt_tier"], config.routing.long_prompt_tier],
       [["routing", "classifier", "tier"], config.routing.classifier.tier],
+      ...(config.routing.classifier.tiers ?? []).map((tier, i): [string[], string] => [
+        ["routing", "classifier", "tiers", String(i)],
+        tier,
+      ]),
     ];
     for (const [path, tier] of tierKeys) {
       if (tier !== undefined && !tiers.has(tier)) {

@@ -35,6 +35,37 @@ export function defaultClassifierPrompt(tiers: readonly string[]): string {
   );
 }
 
+/** The chat request a classifier call sends: the verdict is held to `{"tier": <one of tiers>}` by its schema. */
+export function classifierRequestBody(
+  question: string,
+  tiers: readonly string[],
+  settings: ClassifierClientSettings,
+  backendModel: string,
+): Record<string, unknown> {
+  return {
+    model: settings.model ?? backendModel,
+    messages: [
+      { role: "system", content: settings.prompt ?? defaultClassifierPrompt(tiers) },
+      { role: "user", content: question },
+    ],
+    max_tokens: MAX_VERDICT_TOKENS,
+    temperature: 0,
+    response_format: {
+      type: "json_schema",
+      json_schema: {
+        name: "tier_choice",
+        strict: true,
+        schema: {
+          type: "object",
+          properties: { tier: { type: "string", enum: [...tiers] } },
+          required: ["tier"],
+          additionalProperties: false,
+        },
+      },
+    },
+  };
+}
+
 /**
  * Asks the least-loaded up engine of the classifier's tier. It takes a slot like any request (max_inflight
  * holds), is charged to no budget, and leaves one log line of its own.
@@ -62,28 +93,7 @@ export function createClassifierAsk(deps: ClientDeps, settings: ClassifierClient
           method: "POST",
           path: `${basePath}/v1/chat/completions`,
           headers: { ...backend.upstreamHeaders, "content-type": "application/json", "x-request-id": id },
-          body: JSON.stringify({
-            model: settings.model ?? backend.model,
-            messages: [
-              { role: "system", content: settings.prompt ?? defaultClassifierPrompt(tiers) },
-              { role: "user", content: question },
-            ],
-            max_tokens: MAX_VERDICT_TOKENS,
-            temperature: 0,
-            response_format: {
-              type: "json_schema",
-              json_schema: {
-                name: "tier_choice",
-                strict: true,
-                schema: {
-                  type: "object",
-                  properties: { tier: { type: "string", enum: [...tiers] } },
-                  required: ["tier"],
-                  additionalProperties: false,
-                },
-              },
-            },
-          }),
+          body: JSON.stringify(classifierRequestBody(question, tiers, settings, backend.model)),
           signal,
         });
         status = answer.statusCode;

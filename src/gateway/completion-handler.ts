@@ -1,6 +1,7 @@
 // POST /v1/chat/completions, /v1/completions and /v1/responses, in stages that read in order: admit -> parse
 // -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { GatewayError } from "../core/errors.js";
 import { admit, settle } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
@@ -47,7 +48,7 @@ export async function handleCompletion(
     tier = conversation.owner.tier;
   } else if (tierSource === "auto_default" && rt.classifier !== undefined) {
     // The rules left it open: the classifier may say otherwise (bounded by its timeout, never failing).
-    const verdict = await rt.classifier.classify(lastTurnText(request), rt.registry.tiers(), tier);
+    const verdict = await rt.classifier.classify(lastTurnText(request), tier);
     if (verdict.outcome === "answered" || verdict.outcome === "cached") {
       tier = verdict.tier;
       tierSource = "classifier";
@@ -70,7 +71,9 @@ export async function handleCompletion(
     },
     res,
     ctx,
-  );
+  ).catch((err: unknown) => {
+    throw conversation.owner === undefined ? err : namingTheConversation(err, request.previousResponseId!);
+  });
   ctx.status = result.status;
   ctx.streamError = result.streamError;
   if (result.responseId !== undefined && request.store && sessionId !== undefined) {
@@ -80,4 +83,15 @@ export async function handleCompletion(
     rt.metrics.tokens(tier, result.usage);
     settle(admission, rt.budgets, result.usage, rt.clock.nowMs());
   }
+}
+
+/** An engine failure while continuing a stored response: say which response's engine failed (no failover). */
+function namingTheConversation(err: unknown, responseId: string): unknown {
+  if (!(err instanceof GatewayError) || (err.code !== "upstream_error" && err.code !== "upstream_timeout"))
+    return err;
+  return new GatewayError(
+    err.code,
+    `the engine that stores response '${responseId}' failed, and no other engine can continue it: ${err.message}`,
+    { param: "previous_response_id" },
+  );
 }

@@ -102,7 +102,14 @@ function createClassifier(rt: GatewayRuntime): TierClassifier | undefined {
   const { routing } = rt.settings.config;
   const settings = routing.classifier;
   if (!settings.enabled) return undefined;
+  const { defaultTier, longPromptTier } = rt.settings.tiers;
+  const choices =
+    settings.tiers ??
+    (longPromptTier !== undefined && longPromptTier !== defaultTier
+      ? [defaultTier, longPromptTier]
+      : rt.registry.tiers());
   return new TierClassifier({
+    tiers: choices,
     ask: createClassifierAsk(rt, {
       tier: settings.tier ?? rt.settings.tiers.defaultTier,
       model: settings.model,

@@ -27,6 +27,8 @@ export interface TierClassifierSettings {
 }
 
 export interface TierClassifierOptions extends TierClassifierSettings {
+  /** The tiers it chooses between. */
+  tiers: readonly string[];
   ask: ClassifierAsk;
   clock: Clock;
   /** Where outcomes and call latency go (metrics, logs). */
@@ -63,8 +65,9 @@ export class TierClassifier {
   /**
    * The tier for `question`, one of `tiers`; `fallback` whenever the classifier cannot say. Never rejects.
    */
-  async classify(question: string, tiers: readonly string[], fallback: string): Promise<ClassifierVerdict> {
-    const key = createHash("sha256").update(tiers.join("\0")).update("\0").update(question).digest("hex");
+  async classify(question: string, fallback: string): Promise<ClassifierVerdict> {
+    const tiers = this.options.tiers;
+    const key = createHash("sha256").update(question).digest("hex");
     const cached = this.options.cacheTtlMs > 0 ? this.cache.get(key) : undefined;
     if (cached !== undefined) {
       this.options.record("cached", undefined);

@@ -16,6 +16,7 @@ function classifier(ask: ClassifierAsk, clock = new ManualClock(1_000), cacheTtl
   const instance = new TierClassifier({
     ask,
     clock,
+    tiers: TIERS,
     timeoutMs: 500,
     cacheTtlMs,
     maxEntries: 100,
@@ -44,11 +45,11 @@ describe("TierClassifier", () => {
     const clock = new ManualClock(1_000);
     const ask = vi.fn<ClassifierAsk>(async () => '{"tier":"big"}');
     const { instance, outcomes } = classifier(ask, clock);
-    expect(await instance.classify("prove it", TIERS, "small")).toEqual({ tier: "big", outcome: "answered" });
-    expect(await instance.classify("prove it", TIERS, "small")).toEqual({ tier: "big", outcome: "cached" });
+    expect(await instance.classify("prove it", "small")).toEqual({ tier: "big", outcome: "answered" });
+    expect(await instance.classify("prove it", "small")).toEqual({ tier: "big", outcome: "cached" });
     expect(ask).toHaveBeenCalledTimes(1);
     clock.advance(60_001);
-    await instance.classify("prove it", TIERS, "small");
+    await instance.classify("prove it", "small");
     expect(ask).toHaveBeenCalledTimes(2);
     expect(outcomes).toEqual(["answered", "cached", "answered"]);
   });
@@ -57,7 +58,7 @@ describe("TierClassifier", () => {
     let answer: (text: string) => void = () => undefined;
     const ask = vi.fn<ClassifierAsk>(() => new Promise((resolve) => (answer = resolve)));
     const { instance, outcomes } = classifier(ask);
-    const verdicts = Promise.all([1, 2, 3].map(() => instance.classify("same", TIERS, "small")));
+    const verdicts = Promise.all([1, 2, 3].map(() => instance.classify("same", "small")));
     await Promise.resolve();
     answer('{"tier":"big"}');
     expect((await verdicts).map((v) => v.tier)).toEqual(["big", "big", "big"]);
@@ -71,7 +72,7 @@ describe("TierClassifier", () => {
     const ask: ClassifierAsk = (_q, _t, signal) =>
       new Promise(() => signal.addEventListener("abort", () => (aborted = true)));
     const { instance, outcomes } = classifier(ask);
-    const verdict = instance.classify("slow", TIERS, "small");
+    const verdict = instance.classify("slow", "small");
     await vi.advanceTimersByTimeAsync(499);
     expect(aborted).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
@@ -84,22 +85,22 @@ describe("TierClassifier", () => {
     const failing = classifier(async () => {
       throw new Error("503");
     });
-    expect(await failing.instance.classify("q", TIERS, "small")).toEqual({ tier: "small", outcome: "error" });
+    expect(await failing.instance.classify("q", "small")).toEqual({ tier: "small", outcome: "error" });
     const nonsense = vi.fn<ClassifierAsk>(async () => "I think big");
     const confused = classifier(nonsense);
-    expect(await confused.instance.classify("q", TIERS, "small")).toEqual({
+    expect(await confused.instance.classify("q", "small")).toEqual({
       tier: "small",
       outcome: "unparseable",
     });
-    await confused.instance.classify("q", TIERS, "small");
+    await confused.instance.classify("q", "small");
     expect(nonsense).toHaveBeenCalledTimes(2);
   });
 
   it("never caches with a TTL of 0", async () => {
     const ask = vi.fn<ClassifierAsk>(async () => '{"tier":"big"}');
     const { instance } = classifier(ask, new ManualClock(), 0);
-    await instance.classify("q", TIERS, "small");
-    await instance.classify("q", TIERS, "small");
+    await instance.classify("q", "small");
+    await instance.classify("q", "small");
     expect(ask).toHaveBeenCalledTimes(2);
   });
 });

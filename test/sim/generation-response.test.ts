@@ -65,7 +65,14 @@ function serve(options: { cost: CostModel; maxTokens: number; fault?: SimFault; 
     },
     timeline,
   );
-  const loop = new EngineLoop(scheduler, timeline);
+  // No wall-time limit on a turn: on a loaded machine 2 ms can pass mid-burst and split the writes, which is the
+  // loop's own business (tested in engine-loop.test.ts), not what these tests look at.
+  const loop = new EngineLoop(
+    scheduler,
+    timeline,
+    {},
+    { maxWallMs: Number.POSITIVE_INFINITY, maxSteps: 256 },
+  );
   loops.push(loop);
   const res = new FakeResponse();
   const outcomes: ResponseOutcome[] = [];
