@@ -126,8 +126,8 @@ export class AffinityScheduler {
     this.balancer = settings.balancer;
     this.loadFactor = settings.loadFactor;
     this.sessionless = settings.sessionless;
-    // A reload that keeps the same kind of policy keeps its index (its picture of the engines' caches).
-    if (settings.policy?.name !== this.policy?.name) this.policy = settings.policy;
+    // A reload that keeps the policy and its settings keeps its index (its picture of the engines' caches).
+    if (settings.policy?.key !== this.policy?.key) this.policy = settings.policy;
   }
 
   /**

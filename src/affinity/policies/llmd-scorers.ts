@@ -41,6 +41,7 @@ export const LLMD_DEFAULTS: Omit<LlmdScorerSettings, "engineSignalMaxAgeMs"> = {
  */
 export class LlmdScorersPolicy implements PlacementPolicy {
   readonly name = "llmd_scorers";
+  readonly key: string;
   private readonly indexes = new Map<string, BlockIndex>();
   private readonly picker;
 
@@ -49,6 +50,7 @@ export class LlmdScorersPolicy implements PlacementPolicy {
     random: Random,
   ) {
     this.picker = maxScoreRandomTiePicker(random);
+    this.key = `${this.name}:${JSON.stringify(settings)}`;
   }
 
   index(tier: string): BlockIndex {

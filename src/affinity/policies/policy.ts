@@ -29,6 +29,8 @@ export interface PolicyDecision<T extends PlacementCandidate> {
  */
 export interface PlacementPolicy {
   readonly name: string;
+  /** The name and settings: a reload that leaves it unchanged keeps the policy and its index. */
+  readonly key: string;
   select<T extends PlacementCandidate>(
     request: PolicyRequest,
     candidates: readonly T[],

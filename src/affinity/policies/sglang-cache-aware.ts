@@ -34,10 +34,13 @@ export const SGLANG_DEFAULTS: SglangCacheAwareSettings = {
  */
 export class SglangCacheAwarePolicy implements PlacementPolicy {
   readonly name = "sglang_cache_aware";
+  readonly key: string;
   private readonly trees = new Map<string, RadixTree>();
   private nextEvictionAtMs: number | undefined;
 
-  constructor(private readonly settings: SglangCacheAwareSettings = SGLANG_DEFAULTS) {}
+  constructor(private readonly settings: SglangCacheAwareSettings = SGLANG_DEFAULTS) {
+    this.key = `${this.name}:${JSON.stringify(settings)}`;
+  }
 
   /** The tier's tree (tests and the admin view read it). */
   tree(tier: string): RadixTree {
