@@ -7,6 +7,7 @@ import { hasFreeSlot, loadBound, loadOf, placementState } from "./placement/load
 import { runPipeline } from "./placement/pipeline.js";
 import { boundedRendezvousPipeline, spillPipeline } from "./placement/pipelines.js";
 import type { PlacementCandidate, PlacementRequest } from "./placement/types.js";
+import type { PlacementPolicy, PolicyReason } from "./policies/policy.js";
 import { hashSession, rendezvousRanking, rendezvousWinner } from "./rendezvous.js";
 
 export type { BackendState } from "./placement/types.js";
@@ -18,6 +19,10 @@ export type SchedulingCandidate = PlacementCandidate;
 export interface PlacementHints {
   /** Hash of the prompt's shared leading part (src/affinity/prefix-key.ts), if it has one. */
   readonly prefixKey: Hash64 | undefined;
+  /** The prompt text a cache-aware policy routes by (src/affinity/policies/routing-text.ts); read only by one. */
+  readonly routingText?: string;
+  /** The serialised prompt llm-d's prefix scorer hashes; read only by that policy. */
+  readonly promptBytes?: string;
 }
 
 export const SESSIONLESS_MODES = ["prefix", "balancer"] as const;
@@ -35,7 +40,8 @@ export type SelectionReason =
   | "affinity_disabled" // sticky_ttl_seconds is 0: the balancer picks (least in-flight by default)
   | "no_session" // no session id (and no prefix placement): the balancer picks
   | "spill" // the pinned backend has no free slot: one request goes to the next of the ranking; binding kept
-  | "prefix"; // no session id: rendezvous on the prompt prefix's key, within the load bound; nothing bound
+  | "prefix" // no session id: rendezvous on the prompt prefix's key, within the load bound; nothing bound
+  | PolicyReason; // affinity.policy other than hrw: the policy's own reason (src/affinity/policies)
 
 export interface Selection<T extends SchedulingCandidate> {
   readonly backend: T;
@@ -67,12 +73,14 @@ export interface AffinitySchedulerOptions {
   sessionless: SessionlessMode;
   /** Engine readings older than this are not placed by (default: never too old). */
   engineSignalMaxAgeMs?: number;
+  /** affinity.policy other than hrw: this policy places every request, sessions ignored (src/affinity/policies). */
+  policy?: PlacementPolicy | undefined;
 }
 
 /** What a reload may change. */
 export type SchedulerSettings = Pick<
   AffinitySchedulerOptions,
-  "stickyTtlSeconds" | "rebalanceOnRecovery" | "balancer" | "loadFactor" | "sessionless"
+  "stickyTtlSeconds" | "rebalanceOnRecovery" | "balancer" | "loadFactor" | "sessionless" | "policy"
 >;
 
 const NO_EXCLUSIONS: ReadonlySet<string> = new Set();
@@ -88,6 +96,7 @@ export class AffinityScheduler {
   private loadFactor: number;
   private sessionless: SessionlessMode;
   private readonly engineSignalMaxAgeMs: number;
+  private policy: PlacementPolicy | undefined;
 
   constructor(options: AffinitySchedulerOptions) {
     this.store = options.store;
@@ -99,6 +108,7 @@ export class AffinityScheduler {
     this.loadFactor = options.loadFactor;
     this.sessionless = options.sessionless;
     this.engineSignalMaxAgeMs = options.engineSignalMaxAgeMs ?? Infinity;
+    this.policy = options.policy;
   }
 
   get affinityEnabled(): boolean {
@@ -116,6 +126,8 @@ export class AffinityScheduler {
     this.balancer = settings.balancer;
     this.loadFactor = settings.loadFactor;
     this.sessionless = settings.sessionless;
+    // A reload that keeps the policy and its settings keeps its index (its picture of the engines' caches).
+    if (settings.policy?.key !== this.policy?.key) this.policy = settings.policy;
   }
 
   /**
@@ -130,6 +142,16 @@ export class AffinityScheduler {
     exclude: ReadonlySet<string> = NO_EXCLUSIONS,
     hints: PlacementHints = NO_HINTS,
   ): Selection<T> | undefined {
+    if (this.policy !== undefined) {
+      const decision = this.policy.select(
+        { tier, text: hints.routingText ?? "", promptBytes: hints.promptBytes ?? "", exclude },
+        candidates,
+        this.clock.nowMs(),
+      );
+      if (decision === undefined) return undefined;
+      this.recorder.miss(tier);
+      return { backend: decision.backend, affinityHit: false, reason: decision.reason };
+    }
     if (sessionId === undefined || this.ttlMs <= 0) {
       if (sessionId === undefined && this.ttlMs > 0 && this.sessionless === "prefix") {
         const prefixKey = hints.prefixKey;

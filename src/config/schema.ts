@@ -1,6 +1,11 @@
 // The gateway's configuration schema: the only source of config types, defaults and validation messages.
 import { z } from "zod";
 import { BALANCER_NAMES } from "../affinity/balancers.js";
+import {
+  LLMD_CONFIG_DEFAULTS,
+  POLICY_NAMES,
+  SGLANG_CONFIG_DEFAULTS,
+} from "../affinity/policies/create-policy.js";
 import { SESSIONLESS_MODES } from "../affinity/scheduler.js";
 import { tracingSchema } from "../tracing/config.js";
 import { bindingStoreSchema, budgetStoreSchema, discoverySchema } from "./shared-state.js";
@@ -156,6 +161,45 @@ const routingSchema = z.strictObject({
   long_prompt_tier: identifier("a tier name").optional(),
 });
 
+/** SGLang's cache-aware policy (affinity.policy: sglang_cache_aware), at sgl-router's defaults. */
+const sglangSchema = z
+  .strictObject({
+    cache_threshold: z
+      .number({ error: "must be a number" })
+      .min(0)
+      .max(1)
+      .default(SGLANG_CONFIG_DEFAULTS.cache_threshold),
+    balance_abs_threshold: z
+      .number({ error: "must be a number" })
+      .min(0)
+      .default(SGLANG_CONFIG_DEFAULTS.balance_abs_threshold),
+    balance_rel_threshold: z
+      .number({ error: "must be a number" })
+      .min(1)
+      .default(SGLANG_CONFIG_DEFAULTS.balance_rel_threshold),
+    eviction_interval_seconds: nonNegativeNumber("a non-negative number").default(
+      SGLANG_CONFIG_DEFAULTS.eviction_interval_seconds,
+    ),
+    max_tree_chars: positiveInt("a positive integer").default(SGLANG_CONFIG_DEFAULTS.max_tree_chars),
+  })
+  .prefault({});
+
+/** llm-d's default scorer mix (affinity.policy: llmd_scorers), at its default weights. */
+const llmdSchema = z
+  .strictObject({
+    prefix_cache_weight: nonNegativeNumber("a non-negative number").default(
+      LLMD_CONFIG_DEFAULTS.prefix_cache_weight,
+    ),
+    queue_weight: nonNegativeNumber("a non-negative number").default(LLMD_CONFIG_DEFAULTS.queue_weight),
+    kv_cache_weight: nonNegativeNumber("a non-negative number").default(LLMD_CONFIG_DEFAULTS.kv_cache_weight),
+    block_chars: positiveInt("a positive integer").default(LLMD_CONFIG_DEFAULTS.block_chars),
+    max_blocks: positiveInt("a positive integer").default(LLMD_CONFIG_DEFAULTS.max_blocks),
+    lru_capacity_per_backend: positiveInt("a positive integer").default(
+      LLMD_CONFIG_DEFAULTS.lru_capacity_per_backend,
+    ),
+  })
+  .prefault({});
+
 const affinitySchema = z.strictObject({
   /** How long a binding lives without activity; 0 disables affinity for real (no bindings, no HRW). */
   sticky_ttl_seconds: nonNegativeNumber("a non-negative number").default(1800),
@@ -183,6 +227,13 @@ const affinitySchema = z.strictObject({
   sessionless: z
     .enum(SESSIONLESS_MODES, { error: `must be one of ${SESSIONLESS_MODES.join(", ")}` })
     .default("prefix"),
+  /**
+   * hrw: session affinity as above. sglang_cache_aware / llm-d's llmd_scorers: that router's policy places
+   * every request instead, session ids ignored (src/affinity/policies; docs/placement-policies.md).
+   */
+  policy: z.enum(POLICY_NAMES, { error: `must be one of ${POLICY_NAMES.join(", ")}` }).default("hrw"),
+  sglang: sglangSchema,
+  llmd: llmdSchema,
   /** Where bindings live: `{kind: memory}` (per process) or `{kind: redis, ...}` (shared by replicas). */
   store: bindingStoreSchema,
 });

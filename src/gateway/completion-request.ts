@@ -1,6 +1,7 @@
 // What the gateway reads from a completion request body: only the fields routing needs, validated shallowly.
 import type { Hash64 } from "../affinity/hash.js";
 import { prefixKeyOf } from "../affinity/prefix-key.js";
+import { promptBytes, routingText } from "../affinity/policies/routing-text.js";
 import { GatewayError } from "../core/errors.js";
 
 export type Endpoint = "chat" | "completions" | "responses";
@@ -31,6 +32,9 @@ export interface CompletionRequest {
    * without a session id; computed on first read, so requests that never need it never pay for it.
    */
   readonly prefixKey: Hash64 | undefined;
+  /** The text the cache-aware policies route by (computed on first read: only they read it). */
+  readonly routingText: string;
+  readonly promptBytes: string;
 }
 
 /** Deeper JSON than this is refused: no OpenAI request needs it, and re-encoding it could exhaust the stack. */
@@ -159,6 +163,8 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
   }
 
   let prefixKey: Hash64 | null | undefined; // null: computed, and there is none
+  let text: string | undefined;
+  let bytes: string | undefined;
   return {
     endpoint,
     body,
@@ -174,6 +180,12 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     get prefixKey() {
       if (prefixKey === undefined) prefixKey = prefixKeyOf(endpoint, body) ?? null;
       return prefixKey ?? undefined;
+    },
+    get routingText() {
+      return (text ??= routingText(endpoint, body));
+    },
+    get promptBytes() {
+      return (bytes ??= promptBytes(endpoint, body));
     },
   };
 }

@@ -5,6 +5,7 @@ import type { Server } from "node:http";
 import { pino, type Logger } from "pino";
 import { createBalancer } from "../affinity/balancers.js";
 import { ResponseOwners } from "../affinity/response-owners.js";
+import { createPolicy } from "../affinity/policies/create-policy.js";
 import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { BINDING_SCRIPTS, RedisBindings } from "../affinity/redis-bindings.js";
@@ -262,6 +263,7 @@ export class Gateway {
       loadFactor: config.affinity.load_factor,
       sessionless: config.affinity.sessionless,
       engineSignalMaxAgeMs: engineSignalMaxAgeMs(config),
+      policy: createPolicy(config.affinity, random, engineSignalMaxAgeMs(config)),
     });
     this.health = new HealthChecker(registry, {
       intervalMs: config.health.probe_interval_seconds * 1000,
@@ -419,6 +421,7 @@ export class Gateway {
       balancer: createBalancer(config.affinity.balancer, this.random),
       loadFactor: config.affinity.load_factor,
       sessionless: config.affinity.sessionless,
+      policy: createPolicy(config.affinity, this.random, engineSignalMaxAgeMs(config)),
     });
     rt.sharedBindings?.configure(config.affinity.sticky_ttl_seconds * 1000);
     rt.slots.configure({

@@ -2,7 +2,8 @@
 import type { Pool } from "undici";
 
 export interface ChatTurnRequest {
-  sessionId: string;
+  /** Sent as X-Session-Id; undefined: the request has none (session-less placement). */
+  sessionId: string | undefined;
   messages: unknown[];
   model?: string;
   tierHint?: string;
@@ -77,10 +78,8 @@ export async function sendChatTurn(
   nowMs: () => number,
 ): Promise<ChatTurnResult> {
   const started = nowMs();
-  const headers: Record<string, string> = {
-    "content-type": "application/json",
-    "x-session-id": request.sessionId,
-  };
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (request.sessionId !== undefined) headers["x-session-id"] = request.sessionId;
   if (request.tierHint !== undefined) headers["x-tier-hint"] = request.tierHint;
   const body = JSON.stringify({
     model: request.model ?? "auto",

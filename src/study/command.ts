@@ -6,7 +6,9 @@ import { markdownTable, writeRun } from "./report-writer.js";
 import type { StudyResult } from "./result.js";
 import { runAffinityStudy } from "./studies/affinity.js";
 import { runFailureStudy } from "./studies/failure.js";
+import { runHotspotStudy } from "./studies/hotspot.js";
 import { runSaturationStudy } from "./studies/saturation.js";
+import { runSessionlessStudy } from "./studies/sessionless.js";
 import { runSessionsStudy } from "./studies/sessions.js";
 
 interface StudyDefinition {
@@ -20,6 +22,8 @@ export const STUDIES: Record<string, StudyDefinition> = {
   saturation: { run: runSaturationStudy, defaultTimeScale: 10 },
   failure: { run: runFailureStudy, defaultTimeScale: 1 },
   sessions: { run: runSessionsStudy, defaultTimeScale: 8 },
+  hotspot: { run: runHotspotStudy, defaultTimeScale: 10 },
+  sessionless: { run: runSessionlessStudy, defaultTimeScale: 10 },
 };
 
 const HELP = `usage: agent-serve study [NAME] [--gateway URL] [--engines sim|real] [--seed N] [--time-scale X] [--out DIR]
@@ -34,6 +38,10 @@ studies:
   saturation   the original's Study 1: concurrency 1, 4, 8, 16 with 2-turn sessions, repeated
   failure      the original's Study 4: one engine killed and restarted under steady traffic
   sessions     long agent sessions: affinity vs least-in-flight, round-robin and random
+  hotspot      placement under hot spots (uniform, Zipf + fan-out, mixed engines): round-robin,
+               least-loaded, plain and bounded-load affinity, prefix placement, SGLang, llm-d
+  sessionless  requests without session ids from N agent templates: the balancers, prefix
+               placement plain and bounded, SGLang, llm-d
   all          every study above, one after the other
 
 flags:
@@ -44,7 +52,8 @@ flags:
                       wall-clock time (time scale 1), with shorter replies; affinity only
       --seed N        workload seed (default 42): same seed, same prompts and session order
       --time-scale X  simulated engine time per wall time (default per study: affinity 5,
-                      saturation 10, sessions 8, failure 1); latencies are reported in engine time
+                      saturation 10, sessions 8, failure 1,
+                      hotspot 10, sessionless 10); latencies are reported in engine time
       --out DIR       where run directories go (default studies/results)
       --quick         small counts (a few seconds per study), for smoke tests
       --shared-system-prompt
@@ -60,7 +69,8 @@ function runId(name: string, seed: number, now: Date): string {
 
 export const studyCommand: Command = {
   name: "study",
-  summary: "run a load study (affinity, saturation, failure, sessions) and write its report",
+  summary:
+    "run a load study (affinity, saturation, failure, sessions, hotspot, sessionless) and write its report",
   help: HELP,
   async run(argv) {
     let parsed;

@@ -17,6 +17,10 @@ export interface EngineSpec {
   /** The simulator's cost profile (real engines have their own costs). */
   profile: string;
   model: string;
+  /** backends[].max_inflight (default the config's). */
+  maxInflight?: number;
+  /** backends[].weight (default 1). */
+  weight?: number;
 }
 
 export interface EnvironmentSpec {
@@ -98,6 +102,8 @@ export class StudyEnvironment implements StudyTarget {
             tier: engine.tier,
             base_url: engines.get(engine.id)!.url,
             model: engine.model,
+            ...(engine.maxInflight === undefined ? {} : { max_inflight: engine.maxInflight }),
+            ...(engine.weight === undefined ? {} : { weight: engine.weight }),
           })),
         },
         "study",

@@ -27,6 +27,12 @@ export interface RunOptions {
   onRecord?: (record: RequestRecord) => void;
   /** Checked before every turn: a time-boxed run (the failure study) stops starting new turns. */
   shouldStop?: () => boolean;
+  /** false: no X-Session-Id is sent (the gateway places each turn by its prompt). Default true. */
+  sendSessionIds?: boolean;
+  /** Wall-clock ms since the condition started, when other traffic of the condition shares its clock. */
+  now?: () => number;
+  /** Worker i starts after i x this many simulated ms (arrivals spread out instead of one burst). */
+  startGapMs?: number;
 }
 
 function pause(ms: number): Promise<void> {
@@ -53,10 +59,11 @@ function appendTurn(history: unknown[], session: SessionPlan, turnIndex: number)
 
 export async function runSessions(options: RunOptions): Promise<RequestRecord[]> {
   const started = performance.now();
-  const now = (): number => performance.now() - started;
+  const now = options.now ?? ((): number => performance.now() - started);
   const records: RequestRecord[] = [];
   let next = 0;
-  const worker = async (): Promise<void> => {
+  const worker = async (index: number): Promise<void> => {
+    await pause(((options.startGapMs ?? 0) * index) / options.timeScale);
     while (next < options.sessions.length) {
       const session = options.sessions[next++]!;
       const history: unknown[] = [{ role: "system", content: session.systemPrompt }];
@@ -67,7 +74,7 @@ export async function runSessions(options: RunOptions): Promise<RequestRecord[]>
         const result = await sendChatTurn(
           options.pool,
           {
-            sessionId: session.id,
+            sessionId: options.sendSessionIds === false ? undefined : session.id,
             messages: history,
             maxTokens: session.turns[t]!.maxTokens,
             stream: options.stream,
@@ -90,7 +97,9 @@ export async function runSessions(options: RunOptions): Promise<RequestRecord[]>
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(options.concurrency, options.sessions.length) }, worker));
+  await Promise.all(
+    Array.from({ length: Math.min(options.concurrency, options.sessions.length) }, (_, i) => worker(i)),
+  );
   return records;
 }
 

@@ -65,6 +65,22 @@ describe("the shipped configs/gateway.yaml", () => {
       balancer: "least_inflight",
       load_factor: 1.25,
       sessionless: "prefix",
+      policy: "hrw",
+      sglang: {
+        cache_threshold: 0.5,
+        balance_abs_threshold: 32,
+        balance_rel_threshold: 1.0001,
+        eviction_interval_seconds: 60,
+        max_tree_chars: 100_000,
+      },
+      llmd: {
+        prefix_cache_weight: 3,
+        queue_weight: 2,
+        kv_cache_weight: 2,
+        block_chars: 64,
+        max_blocks: 256,
+        lru_capacity_per_backend: 31_250,
+      },
       store: { kind: "memory" },
     });
     expect(config.health).toEqual({
@@ -155,6 +171,22 @@ describe("defaults", () => {
       balancer: "least_inflight",
       load_factor: 1.25,
       sessionless: "prefix",
+      policy: "hrw",
+      sglang: {
+        cache_threshold: 0.5,
+        balance_abs_threshold: 32,
+        balance_rel_threshold: 1.0001,
+        eviction_interval_seconds: 60,
+        max_tree_chars: 100_000,
+      },
+      llmd: {
+        prefix_cache_weight: 3,
+        queue_weight: 2,
+        kv_cache_weight: 2,
+        block_chars: 64,
+        max_blocks: 256,
+        lru_capacity_per_backend: 31_250,
+      },
       store: { kind: "memory" },
     });
     expect(config.server.port).toBe(0);

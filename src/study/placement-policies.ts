@@ -1,0 +1,91 @@
+// The placement policies the hotspot and sessionless studies put side by side, each as a gateway config.
+
+export interface StudyPolicy {
+  name: string;
+  label: string;
+  /** The config's affinity section for this policy (over the defaults). */
+  affinity: Record<string, unknown>;
+  /** false: the client sends no X-Session-Id (prefix placement places every request). */
+  sendSessionIds: boolean;
+}
+
+const RR: StudyPolicy = {
+  name: "round_robin",
+  label: "round-robin (TTL 0)",
+  affinity: { sticky_ttl_seconds: 0, balancer: "round_robin" },
+  sendSessionIds: true,
+};
+const LEAST: StudyPolicy = {
+  name: "least_loaded",
+  label: "least-loaded (TTL 0)",
+  affinity: { sticky_ttl_seconds: 0, balancer: "least_inflight" },
+  sendSessionIds: true,
+};
+const SGLANG: StudyPolicy = {
+  name: "sglang",
+  label: "SGLang cache-aware",
+  affinity: { policy: "sglang_cache_aware" },
+  sendSessionIds: true,
+};
+const LLMD: StudyPolicy = {
+  name: "llmd",
+  label: "llm-d scorers 3:2:2",
+  affinity: { policy: "llmd_scorers" },
+  sendSessionIds: true,
+};
+
+/** Agent sessions: affinity plain and bounded, prefix placement without session ids, and the rest. */
+export const SESSION_POLICIES: StudyPolicy[] = [
+  RR,
+  LEAST,
+  {
+    name: "plain",
+    label: "plain affinity (load_factor 0)",
+    affinity: { load_factor: 0 },
+    sendSessionIds: true,
+  },
+  {
+    name: "bounded",
+    label: "bounded-load affinity (1.25)",
+    affinity: { load_factor: 1.25 },
+    sendSessionIds: true,
+  },
+  {
+    name: "prefix",
+    label: "prefix placement (no session ids)",
+    affinity: { load_factor: 1.25, sessionless: "prefix" },
+    sendSessionIds: false,
+  },
+  SGLANG,
+  LLMD,
+];
+
+/** Requests without session ids: the balancers, prefix placement plain and bounded, and the two routers. */
+export const SESSIONLESS_POLICIES: StudyPolicy[] = [
+  RR,
+  {
+    ...LEAST,
+    affinity: { sessionless: "balancer", balancer: "least_inflight" },
+    label: "least-loaded (sessionless: balancer)",
+  },
+  {
+    name: "plain",
+    label: "prefix, plain (load_factor 0)",
+    affinity: { load_factor: 0, sessionless: "prefix" },
+    sendSessionIds: false,
+  },
+  {
+    name: "bounded",
+    label: "prefix, bounded (1.25)",
+    affinity: { load_factor: 1.25, sessionless: "prefix" },
+    sendSessionIds: false,
+  },
+  SGLANG,
+  LLMD,
+];
+
+/**
+ * Engine readings every 50 ms of wall time (llm-d's endpoint picker refreshes its metrics every 50 ms by
+ * default): the llm-d policy's KV and waiting-queue scores, and every policy's gauges, stay current.
+ */
+export const STUDY_HEALTH = { engine_metrics_interval_seconds: 0.05 };
