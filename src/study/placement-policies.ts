@@ -1,4 +1,6 @@
 // The placement policies the hotspot and sessionless studies put side by side, each as a gateway config.
+import type { Check } from "./result.js";
+import type { RequestRecord } from "./session-runner.js";
 
 export interface StudyPolicy {
   name: string;
@@ -89,3 +91,44 @@ export const SESSIONLESS_POLICIES: StudyPolicy[] = [
  * default): the llm-d policy's KV and waiting-queue scores, and every policy's gauges, stay current.
  */
 export const STUDY_HEALTH = { engine_metrics_interval_seconds: 0.05 };
+
+/** What one (workload, policy) condition of a placement study returns. */
+export interface ConditionRun<R> {
+  result: R;
+  records: RequestRecord[];
+}
+
+/**
+ * Runs every policy on every workload, in order (the same seeds for each), and checks that no request failed.
+ * Both placement studies share this; what one condition does is theirs.
+ */
+export async function runPolicyMatrix<W extends { name: string }, R extends MatrixResult>(
+  workloads: readonly W[],
+  policies: readonly StudyPolicy[],
+  runCondition: (workload: W, policy: StudyPolicy) => Promise<ConditionRun<R>>,
+): Promise<{ byWorkload: Map<string, R[]>; records: RequestRecord[]; checks: Check[] }> {
+  const records: RequestRecord[] = [];
+  const byWorkload = new Map<string, R[]>();
+  for (const workload of workloads) {
+    const results: R[] = [];
+    for (const policy of policies) {
+      const run = await runCondition(workload, policy);
+      records.push(...run.records);
+      results.push(run.result);
+    }
+    byWorkload.set(workload.name, results);
+  }
+  const checks: Check[] = [...byWorkload.values()].flat().map((r) => ({
+    claim: `${r.workload}/${r.policy}: no failed request`,
+    passed: r.failed === 0,
+    detail: `${r.failed}/${r.requests}`,
+  }));
+  return { byWorkload, records, checks };
+}
+
+interface MatrixResult {
+  workload: string;
+  policy: string;
+  failed: number;
+  requests: number;
+}

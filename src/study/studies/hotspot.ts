@@ -4,7 +4,7 @@ import { pct, sec } from "../analysis.js";
 import { StudyEnvironment, externalTarget, type EngineSpec, type StudyTarget } from "../environment.js";
 import { runHotSessions, type HotSessionPlan } from "../fanout-runner.js";
 import { placementNumbers, reasonsText, type PlacementNumbers } from "../placement-numbers.js";
-import { SESSION_POLICIES, STUDY_HEALTH, type StudyPolicy } from "../placement-policies.js";
+import { runPolicyMatrix, SESSION_POLICIES, STUDY_HEALTH, type StudyPolicy } from "../placement-policies.js";
 import type { StudyOptions } from "../progress.js";
 import type { Chart, Check, StudyResult, Table } from "../result.js";
 import { runSessions, type RequestRecord } from "../session-runner.js";
@@ -287,25 +287,11 @@ export async function runHotspotStudy(options: StudyOptions): Promise<StudyResul
       ? SESSION_POLICIES
       : [{ ...SESSION_POLICIES[3]!, label: "the running gateway's policy" }];
   const configs: unknown[] = [];
-  const records: RequestRecord[] = [];
-  const byWorkload = new Map<string, ConditionResult[]>();
   const loads = workloads(options);
-  for (const workload of loads) {
-    const results: ConditionResult[] = [];
-    for (const policy of policies) {
-      const run = await runCondition(options, workload, policy, configs);
-      records.push(...run.records);
-      results.push(run.result);
-    }
-    byWorkload.set(workload.name, results);
-  }
-
+  const { byWorkload, records, checks } = await runPolicyMatrix(loads, policies, (workload, policy) =>
+    runCondition(options, workload, policy, configs),
+  );
   const all = [...byWorkload.values()].flat();
-  const checks: Check[] = all.map((r) => ({
-    claim: `${r.workload}/${r.policy}: no failed request`,
-    passed: r.failed === 0,
-    detail: `${r.failed}/${r.requests}`,
-  }));
   const uniform = byWorkload.get("uniform") ?? [];
   const uPlain = uniform.find((r) => r.policy === "plain");
   const uBounded = uniform.find((r) => r.policy === "bounded");

@@ -4,9 +4,14 @@ import { pct, sec } from "../analysis.js";
 import { StudyEnvironment, externalTarget, type EngineSpec, type StudyTarget } from "../environment.js";
 import { runSessionless, type SessionlessRequest } from "../fanout-runner.js";
 import { placementNumbers, reasonsText, type PlacementNumbers } from "../placement-numbers.js";
-import { SESSIONLESS_POLICIES, STUDY_HEALTH, type StudyPolicy } from "../placement-policies.js";
+import {
+  runPolicyMatrix,
+  SESSIONLESS_POLICIES,
+  STUDY_HEALTH,
+  type StudyPolicy,
+} from "../placement-policies.js";
 import type { StudyOptions } from "../progress.js";
-import type { Chart, Check, StudyResult, Table } from "../result.js";
+import type { Chart, StudyResult, Table } from "../result.js";
 import type { RequestRecord } from "../session-runner.js";
 import { ratio } from "../stats.js";
 import { barChart } from "../svg-charts.js";
@@ -184,24 +189,11 @@ export async function runSessionlessStudy(options: StudyOptions): Promise<StudyR
       ? SESSIONLESS_POLICIES
       : [{ ...SESSIONLESS_POLICIES[3]!, label: "the running gateway's policy" }];
   const configs: unknown[] = [];
-  const records: RequestRecord[] = [];
-  const byWorkload = new Map<string, ConditionResult[]>();
   const loads = workloads(options);
-  for (const workload of loads) {
-    const results: ConditionResult[] = [];
-    for (const policy of policies) {
-      const run = await runCondition(options, workload, policy, configs);
-      records.push(...run.records);
-      results.push(run.result);
-    }
-    byWorkload.set(workload.name, results);
-  }
+  const { byWorkload, records, checks } = await runPolicyMatrix(loads, policies, (workload, policy) =>
+    runCondition(options, workload, policy, configs),
+  );
   const all = [...byWorkload.values()].flat();
-  const checks: Check[] = all.map((r) => ({
-    claim: `${r.workload}/${r.policy}: no failed request`,
-    passed: r.failed === 0,
-    detail: `${r.failed}/${r.requests}`,
-  }));
   const templates = byWorkload.get("templates") ?? [];
   const bounded = templates.find((r) => r.policy === "bounded");
   const balancer = templates.find((r) => r.policy === "least_loaded");
