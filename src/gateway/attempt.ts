@@ -251,7 +251,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     const cancelled = this.plan.cancelled();
     if (cancelled !== undefined) {
-      // The deadline or a shutdown ended a stream the client still reads: end it as any broken stream.
+      // The deadline or a shutdown ended a stream the client still reads: end it like every other broken stream.
       if (this.committed && this.mode === "stream" && !(cancelled instanceof ClientClosedError)) {
         const code = cancelled instanceof GatewayError ? cancelled.code : "upstream_error";
         return this.endStreamWithError(cancelled.message, code);

@@ -1,5 +1,6 @@
 // The placement policies the hotspot and sessionless studies put side by side, each as a gateway config.
-import type { Check } from "./result.js";
+import type { Chart, Check } from "./result.js";
+import { barChart } from "./svg-charts.js";
 import type { RequestRecord } from "./session-runner.js";
 
 export interface StudyPolicy {
@@ -131,4 +132,30 @@ interface MatrixResult {
   policy: string;
   failed: number;
   requests: number;
+}
+
+/** The engines' prefix-cache hit rate per policy and workload, as both placement studies chart it. */
+export function cacheChart(
+  file: string,
+  workloads: readonly { name: string }[],
+  policies: readonly StudyPolicy[],
+  byWorkload: ReadonlyMap<string, readonly (MatrixResult & { prefixCacheHitRate: number })[]>,
+): Chart {
+  return {
+    file,
+    caption: "Engine prefix-cache hit rate per policy and workload",
+    svg: barChart({
+      title: "Prefix-cache hit rate per policy",
+      yLabel: "% of prompt tokens cached",
+      series: workloads.map((w) => w.name),
+      groups: policies.map((p) => ({
+        label: p.name,
+        values: workloads.map(
+          (w) =>
+            ((byWorkload.get(w.name) ?? []).find((r) => r.policy === p.name)?.prefixCacheHitRate ?? 0) * 100,
+        ),
+      })),
+      yMax: 100,
+    }),
+  };
 }

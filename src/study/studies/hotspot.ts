@@ -4,7 +4,13 @@ import { pct, sec } from "../analysis.js";
 import { StudyEnvironment, externalTarget, type EngineSpec, type StudyTarget } from "../environment.js";
 import { runHotSessions, type HotSessionPlan } from "../fanout-runner.js";
 import { placementNumbers, reasonsText, type PlacementNumbers } from "../placement-numbers.js";
-import { runPolicyMatrix, SESSION_POLICIES, STUDY_HEALTH, type StudyPolicy } from "../placement-policies.js";
+import {
+  cacheChart,
+  runPolicyMatrix,
+  SESSION_POLICIES,
+  STUDY_HEALTH,
+  type StudyPolicy,
+} from "../placement-policies.js";
 import type { StudyOptions } from "../progress.js";
 import type { Chart, Check, StudyResult, Table } from "../result.js";
 import { runSessions, type RequestRecord } from "../session-runner.js";
@@ -332,23 +338,7 @@ export async function runHotspotStudy(options: StudyOptions): Promise<StudyResul
       valueFormat: (v: number) => v.toFixed(2),
     }),
   }));
-  charts.push({
-    file: "hotspot-cache.svg",
-    caption: "Engine prefix-cache hit rate per policy and workload",
-    svg: barChart({
-      title: "Prefix-cache hit rate per policy",
-      yLabel: "% of prompt tokens cached",
-      series: loads.map((w) => w.name),
-      groups: policies.map((p) => ({
-        label: p.name,
-        values: loads.map(
-          (w) =>
-            ((byWorkload.get(w.name) ?? []).find((r) => r.policy === p.name)?.prefixCacheHitRate ?? 0) * 100,
-        ),
-      })),
-      yMax: 100,
-    }),
-  });
+  charts.push(cacheChart("hotspot-cache.svg", loads, policies, byWorkload));
 
   return {
     study: "hotspot",

@@ -5,6 +5,7 @@ import { StudyEnvironment, externalTarget, type EngineSpec, type StudyTarget } f
 import { runSessionless, type SessionlessRequest } from "../fanout-runner.js";
 import { placementNumbers, reasonsText, type PlacementNumbers } from "../placement-numbers.js";
 import {
+  cacheChart,
   runPolicyMatrix,
   SESSIONLESS_POLICIES,
   STUDY_HEALTH,
@@ -226,23 +227,7 @@ export async function runSessionlessStudy(options: StudyOptions): Promise<StudyR
       valueFormat: (v: number) => v.toFixed(2),
     }),
   }));
-  charts.push({
-    file: "sessionless-cache.svg",
-    caption: "Engine prefix-cache hit rate per policy and workload",
-    svg: barChart({
-      title: "Prefix-cache hit rate per policy",
-      yLabel: "% of prompt tokens cached",
-      series: loads.map((w) => w.name),
-      groups: policies.map((p) => ({
-        label: p.name,
-        values: loads.map(
-          (w) =>
-            ((byWorkload.get(w.name) ?? []).find((r) => r.policy === p.name)?.prefixCacheHitRate ?? 0) * 100,
-        ),
-      })),
-      yMax: 100,
-    }),
-  });
+  charts.push(cacheChart("sessionless-cache.svg", loads, policies, byWorkload));
   return {
     study: "sessionless",
     title: "Requests without session ids: prefix placement against the balancers and two cache-aware routers",
