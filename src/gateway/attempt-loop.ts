@@ -120,7 +120,7 @@ export async function runAttemptLoop(
             queue_wait_ms: Math.round(ctx.queueWaitMs),
             attempts: ctx.attempts,
           },
-          headers: { "x-request-id": ctx.requestId },
+          requestId: ctx.requestId,
           abort,
           cancelled: () => ctx.cancelReason,
           startedAtMs: ctx.startedAtMs,

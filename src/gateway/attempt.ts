@@ -7,7 +7,7 @@ import type { Backend } from "../backends/backend.js";
 import { stopReasonError, type AttemptAbort } from "./attempt-abort.js";
 import { engineErrorEnvelope } from "./engine-error.js";
 import {
-  metadataHeaders,
+  metadataHeaderList,
   metadataMember,
   spliceMemberIntoJson,
   type AgentServeMetadata,
@@ -52,8 +52,8 @@ export interface AttemptPlan {
   body: Buffer;
   stream: boolean;
   meta: AgentServeMetadata;
-  /** Extra response headers (request id). */
-  headers: Record<string, string>;
+  /** Sent back as `x-request-id`. */
+  requestId: string;
   /** Stops this attempt: the request was cancelled, the backend went down, or the first byte is late. */
   abort: AttemptAbort;
   /** Why the whole request was cancelled (client gone, deadline), if it was. */
@@ -294,13 +294,16 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private beginStream(): void {
     this.commit();
     this.env.firstToken(this.plan.meta.tier, (this.env.nowMs() - this.plan.startedAtMs) / 1000);
-    this.res.writeHead(200, {
-      ...metadataHeaders(this.plan.meta),
-      ...this.plan.headers,
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache",
-      "x-accel-buffering": "no",
-    });
+    const headers = metadataHeaderList(this.plan.meta, this.plan.requestId);
+    headers.push(
+      "content-type",
+      "text/event-stream; charset=utf-8",
+      "cache-control",
+      "no-cache",
+      "x-accel-buffering",
+      "no",
+    );
+    this.res.writeHead(200, headers);
     this.relay = this.plan.createRelay(metadataMember(this.plan.meta));
   }
 
@@ -343,15 +346,11 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private writeBuffered(body: Buffer): void {
     const out =
       this.status === 200 ? body : Buffer.from(JSON.stringify(engineErrorEnvelope(body, this.status)));
-    const headers: Record<string, string | number> = {
-      ...metadataHeaders(this.plan.meta),
-      ...this.plan.headers,
-      "content-type": "application/json",
-      "content-length": out.length,
-    };
+    const headers = metadataHeaderList(this.plan.meta, this.plan.requestId);
+    headers.push("content-type", "application/json", "content-length", String(out.length));
     // An engine's own 429 says when to come back: the client hears it too.
     const retryAfter = this.status === 429 ? retryAfterOf(this.headers["retry-after"]) : undefined;
-    if (retryAfter !== undefined) headers["retry-after"] = String(retryAfter);
+    if (retryAfter !== undefined) headers.push("retry-after", String(retryAfter));
     this.res.writeHead(this.status, headers);
     this.res.end(out);
   }

@@ -162,32 +162,56 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     });
   }
 
-  let prefixKey: Hash64 | null | undefined; // null: computed, and there is none
-  let text: string | undefined;
-  let bytes: string | undefined;
-  return {
+  return new ParsedCompletionRequest(
     endpoint,
     body,
-    model: model === undefined || model === "auto" ? undefined : model,
-    stream: stream === true,
-    promptChars: chars,
+    model === undefined || model === "auto" ? undefined : model,
+    stream === true,
+    chars,
     toolFollowup,
     maxTokens,
     choices,
     messageCount,
-    previousResponseId: endpoint === "responses" && typeof previous === "string" ? previous : undefined,
-    store: body["store"] !== false,
-    get prefixKey() {
-      if (prefixKey === undefined) prefixKey = prefixKeyOf(endpoint, body) ?? null;
-      return prefixKey ?? undefined;
-    },
-    get routingText() {
-      return (text ??= routingText(endpoint, body));
-    },
-    get promptBytes() {
-      return (bytes ??= promptBytes(endpoint, body));
-    },
-  };
+    endpoint === "responses" && typeof previous === "string" ? previous : undefined,
+    body["store"] !== false,
+  );
+}
+
+/**
+ * A class, not an object literal with getters: a literal that defines accessors is built in dictionary
+ * mode on every request (about 2 µs), a class instance in tens of nanoseconds.
+ */
+class ParsedCompletionRequest implements CompletionRequest {
+  private lazyPrefixKey: Hash64 | null | undefined; // null: computed, and there is none
+  private lazyRoutingText: string | undefined;
+  private lazyPromptBytes: string | undefined;
+
+  constructor(
+    readonly endpoint: Endpoint,
+    readonly body: Record<string, unknown>,
+    readonly model: string | undefined,
+    readonly stream: boolean,
+    readonly promptChars: number,
+    readonly toolFollowup: boolean,
+    readonly maxTokens: number | undefined,
+    readonly choices: number,
+    readonly messageCount: number,
+    readonly previousResponseId: string | undefined,
+    readonly store: boolean,
+  ) {}
+
+  get prefixKey(): Hash64 | undefined {
+    if (this.lazyPrefixKey === undefined) this.lazyPrefixKey = prefixKeyOf(this.endpoint, this.body) ?? null;
+    return this.lazyPrefixKey ?? undefined;
+  }
+
+  get routingText(): string {
+    return (this.lazyRoutingText ??= routingText(this.endpoint, this.body));
+  }
+
+  get promptBytes(): string {
+    return (this.lazyPromptBytes ??= promptBytes(this.endpoint, this.body));
+  }
 }
 
 /**

@@ -14,25 +14,48 @@ export interface AgentServeMetadata {
   attempts: number;
 }
 
-/** Every field as an `X-Agent-Serve-*` header (the session id only when there is one). */
-export function metadataHeaders(meta: AgentServeMetadata): Record<string, string> {
-  const headers: Record<string, string> = {
-    "x-agent-serve-tier": meta.tier,
-    "x-agent-serve-tier-source": meta.tier_source,
-    "x-agent-serve-backend": meta.backend_id,
-    "x-agent-serve-affinity-hit": meta.affinity_hit ? "true" : "false",
-    "x-agent-serve-reason": meta.reason,
-    "x-agent-serve-queue-wait-ms": String(meta.queue_wait_ms),
-    "x-agent-serve-attempts": String(meta.attempts),
-  };
+/**
+ * The request id and every field as an `X-Agent-Serve-*` header (the session id only when there is one), as
+ * node's flat `[name, value, name, value, ...]` list: writeHead takes it as it is, where an object of headers
+ * (and the spreads that merged it with the others) cost microseconds per answer.
+ */
+export function metadataHeaderList(meta: AgentServeMetadata, requestId: string): string[] {
+  const list = [
+    "x-request-id",
+    requestId,
+    "x-agent-serve-tier",
+    meta.tier,
+    "x-agent-serve-tier-source",
+    meta.tier_source,
+    "x-agent-serve-backend",
+    meta.backend_id,
+    "x-agent-serve-affinity-hit",
+    meta.affinity_hit ? "true" : "false",
+    "x-agent-serve-reason",
+    meta.reason,
+    "x-agent-serve-queue-wait-ms",
+    String(meta.queue_wait_ms),
+    "x-agent-serve-attempts",
+    String(meta.attempts),
+  ];
   // The session id was validated as printable ASCII, so it is a safe header value as it is.
-  if (meta.session_id !== null) headers["x-agent-serve-session-id"] = meta.session_id;
-  return headers;
+  if (meta.session_id !== null) list.push("x-agent-serve-session-id", meta.session_id);
+  return list;
 }
 
-/** The bytes `,"x_agent_serve":{...}` that splice the metadata into a JSON object. */
+const json = JSON.stringify;
+
+/**
+ * The bytes `,"x_agent_serve":{...}` that splice the metadata into a JSON object. Written out field by field
+ * (same order as the interface): a third cheaper than JSON.stringify of the object, on every answer.
+ */
 export function metadataMember(meta: AgentServeMetadata): Buffer {
-  return Buffer.from(`,"x_agent_serve":${JSON.stringify(meta)}`);
+  const session = meta.session_id === null ? "null" : json(meta.session_id);
+  return Buffer.from(
+    `,"x_agent_serve":{"session_id":${session},"tier":${json(meta.tier)},"tier_source":${json(meta.tier_source)},` +
+      `"backend_id":${json(meta.backend_id)},"affinity_hit":${meta.affinity_hit},"reason":${json(meta.reason)},` +
+      `"queue_wait_ms":${meta.queue_wait_ms},"attempts":${meta.attempts}}`,
+  );
 }
 
 /**
