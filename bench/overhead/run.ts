@@ -15,6 +15,7 @@
 //
 //   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin] [--warmup-seconds S]
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -176,6 +177,39 @@ async function warmUp(paths: Paths, durationMs: number): Promise<void> {
   await Promise.all(pools.map((pool) => pool.close()));
 }
 
+/** CPU time (user + system) a process has used, in µs, from /proc (Linux; undefined elsewhere). */
+function cpuUs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // Fields after the command name: utime and stime are the 12th and 13th, in clock ticks (100 Hz).
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs `work` and adds the CPU the process used meanwhile to `into.us` (`into.requests` counts the work). */
+async function metered<T>(
+  pid: number | undefined,
+  into: { us: number; requests: number },
+  requests: number,
+  work: () => Promise<T>,
+): Promise<T> {
+  const before = cpuUs(pid);
+  const result = await work();
+  const after = cpuUs(pid);
+  if (before !== undefined && after !== undefined) {
+    into.us += after - before;
+    into.requests += requests;
+  }
+  return result;
+}
+
+function perRequest(meter: { us: number; requests: number }): string {
+  return meter.requests === 0 ? "?" : String(Math.round(meter.us / meter.requests));
+}
+
 function ms(us: number): string {
   return (us / 1000).toFixed(3);
 }
@@ -244,16 +278,22 @@ async function main(): Promise<void> {
     await round(viaFloor, payload, concurrency, perRound, warm, "warm");
     let directRate = 0;
     let gatewayRate = 0;
+    const gatewayCpu = { us: 0, requests: 0 };
+    const floorCpu = { us: 0, requests: 0 };
     for (let r = 0; r < rounds; r++) {
       directRate += await round(direct, payload, concurrency, perRound, d, `d${r}`);
-      gatewayRate += await round(viaGateway, payload, concurrency, perRound, g, `g${r}`);
-      await round(viaFloor, payload, concurrency, perRound, f, `f${r}`);
+      gatewayRate += await metered(gateway.pid, gatewayCpu, perRound, () =>
+        round(viaGateway, payload, concurrency, perRound, g, `g${r}`),
+      );
+      await metered(floor.pid, floorCpu, perRound, () =>
+        round(viaFloor, payload, concurrency, perRound, f, `f${r}`),
+      );
     }
     await direct.close();
     await viaGateway.close();
     await viaFloor.close();
     rows.push(
-      `| ${concurrency} | ${stream ? "stream" : "json"} | ${ms(p(d.total, 50))} / ${ms(p(d.total, 99))} | ${ms(p(g.total, 50))} / ${ms(p(g.total, 99))} | **${ms(p(g.total, 50) - p(d.total, 50))} / ${ms(p(g.total, 99) - p(d.total, 99))}** | ${stream ? `${ms(p(g.first, 99) - p(d.first, 99))}` : "-"} | ${ms(p(f.total, 50) - p(d.total, 50))} / ${ms(p(f.total, 99) - p(d.total, 99))} | ${Math.round(directRate / rounds)} / ${Math.round(gatewayRate / rounds)} |`,
+      `| ${concurrency} | ${stream ? "stream" : "json"} | ${ms(p(d.total, 50))} / ${ms(p(d.total, 99))} | ${ms(p(g.total, 50))} / ${ms(p(g.total, 99))} | **${ms(p(g.total, 50) - p(d.total, 50))} / ${ms(p(g.total, 99) - p(d.total, 99))}** | ${stream ? `${ms(p(g.first, 99) - p(d.first, 99))}` : "-"} | ${ms(p(f.total, 50) - p(d.total, 50))} / ${ms(p(f.total, 99) - p(d.total, 99))} | ${Math.round(directRate / rounds)} / ${Math.round(gatewayRate / rounds)} | ${perRequest(gatewayCpu)} / ${perRequest(floorCpu)} |`,
     );
     process.stderr.write(`done: c=${concurrency} ${stream ? "stream" : "json"}\n`);
   }
@@ -304,9 +344,9 @@ async function main(): Promise<void> {
   );
   console.log("");
   console.log(
-    "| concurrency | mode | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | added TTFT p99 ms | floor proxy added p50 / p99 ms | req/s direct / gateway |",
+    "| concurrency | mode | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | added TTFT p99 ms | floor proxy added p50 / p99 ms | req/s direct / gateway | CPU µs/request gateway / floor |",
   );
-  console.log("| --- | --- | --- | --- | --- | --- | --- | --- |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const row of rows) console.log(row);
   console.log("");
   console.log(
