@@ -27,6 +27,13 @@ function raw(port: number, text: string): Promise<string> {
   });
 }
 
+/** Whether `text` holds a whole HTTP answer with a Content-Length body. */
+function wholeAnswer(text: string): boolean {
+  const end = text.indexOf("\r\n\r\n");
+  const length = /\r\ncontent-length: (\d+)/i.exec(text);
+  return end >= 0 && length !== null && Buffer.byteLength(text.slice(end + 4)) >= Number(length[1]);
+}
+
 /** One request through node:http, whose header arrays become repeated header lines. */
 function send(
   url: string,
@@ -132,6 +139,34 @@ describe("statuses", () => {
     const tunnel = await raw(port, "CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n");
     expect(tunnel).toMatch(/^HTTP\/1.1 501/);
     expect(tunnel).toContain('"code":"not_implemented"');
+  });
+
+  it("a client that sends its whole over-limit body before reading still reads the 413", async () => {
+    // Many clients write the request out before they read a byte of the answer. Closing the connection on
+    // them with their body unread makes the kernel reset it, and the reset throws away the 413 they had not
+    // read yet; the gateway reads on (within its drain bound) so that the answer survives.
+    for (let round = 0; round < 3; round++) {
+      const answer = await new Promise<string>((resolve) => {
+        const socket = connect(port, "127.0.0.1");
+        socket.pause();
+        let text = "";
+        socket.on("data", (c: Buffer) => {
+          text += c.toString();
+          // The connection may stay open (keep-alive): done once the whole answer is in.
+          if (wholeAnswer(text)) socket.destroy();
+        });
+        socket.on("error", () => resolve(text));
+        socket.on("close", () => resolve(text));
+        const size = 4 * 1024 * 1024; // over this gateway's 1 MiB limit, under its 16 MiB drain bound
+        socket.write(
+          `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n` +
+            `content-length: ${size}\r\n\r\n`,
+        );
+        // Reads only once the whole body has left (the write callback), as such a client does.
+        socket.write(Buffer.alloc(size, 0x61), () => socket.resume());
+      });
+      expect(answer).toMatch(/^HTTP\/1.1 413/);
+    }
   });
 
   it("a client uploading 100 MB reads its 413 (the gateway drains a bounded amount before closing)", async () => {
