@@ -1,54 +1,13 @@
 #!/usr/bin/env node
-// The agent-serve command: finds the subcommand and hands it the rest of the arguments.
-import { UsageError, type Command } from "./cli/command.js";
-import { commands } from "./cli/commands.js";
+// The agent-serve command. Sets one V8 flag before any other module loads, then runs the command line.
+import { setFlagsFromString } from "node:v8";
 
-function topHelp(list: readonly Command[]): string {
-  const width = Math.max(...list.map((c) => c.name.length));
-  return [
-    "usage: agent-serve <command> [flags]",
-    "",
-    "Session-affinity gateway for agentic LLM traffic in front of vLLM-style engines.",
-    "",
-    "commands:",
-    ...list.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
-    "",
-    "Run `agent-serve <command> --help` for the flags of one command.",
-  ].join("\n");
-}
+// V8 gives a function its type-feedback vector only after it has run a few times. The gateway's first
+// health probe and engine-metrics read run at start, before traffic, so they would leave no trace in the
+// feedback of the undici and stream code they share with the request path; that code is then optimised for
+// the request path's objects alone, and the next probe (5-10 s later) deoptimises some 40 hot functions,
+// which take thousands of requests to recover. With feedback from the first call, the probes' objects are
+// known before anything is optimised (bench/README.md, "Gateway overhead": the deopts, counted).
+setFlagsFromString("--no-lazy-feedback-allocation");
 
-async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
-    process.stdout.write(topHelp(commands) + "\n");
-    return name === undefined ? 2 : 0;
-  }
-  const command = commands.find((c) => c.name === name);
-  if (!command) {
-    process.stderr.write(`agent-serve: unknown command '${name}'\n\n${topHelp(commands)}\n`);
-    return 2;
-  }
-  if (rest.includes("--help") || rest.includes("-h")) {
-    process.stdout.write(command.help + "\n");
-    return 0;
-  }
-  try {
-    return await command.run(rest);
-  } catch (err) {
-    if (err instanceof UsageError) {
-      process.stderr.write(`agent-serve ${name}: ${err.message}\n\n${command.help}\n`);
-      return 2;
-    }
-    throw err;
-  }
-}
-
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`agent-serve: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+await import("./cli/main.js");
