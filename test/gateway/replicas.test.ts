@@ -132,7 +132,6 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
     for (let replica = 0; replica < f.size; replica++) {
       const text = await scrape(f.url(replica));
       expect(metricValue(text, "agentserve_binding_store_up")).toBe(1);
-      expect(metricValue(text, "agentserve_binding_store_errors_total")).toBe(0);
     }
   }, 60_000);
 

@@ -37,6 +37,13 @@ const HEALTH = {
   failures_to_mark_down: 3,
   successes_to_mark_up: 2,
 };
+/**
+ * affinity.store.timeout_ms. The default (50) is for a gateway with cores of its own; here three gateways,
+ * four engines, the client and redis-server share the machine (2 cores in docs/load-study.md), where a
+ * process descheduled for 50 ms is common. A call that times out fails open: the replica decides alone and
+ * may move a session, which the report counts (binding_store_errors_total) and the checks flag.
+ */
+const STORE_TIMEOUT_MS = 200;
 /** Requests that meet the transient 503 (the issue: two). */
 const TRANSIENT_FAILURES = 2;
 
@@ -140,7 +147,7 @@ function busiest(sessions: readonly SessionState[], ids: readonly string[]): str
 
 function storeConfig(store: StoreKind, redis: RedisServer | undefined): Record<string, unknown> {
   if (store === "memory") return { kind: "memory" };
-  return { kind: "redis", url: redis!.url, key_prefix: "agentserve-study:" };
+  return { kind: "redis", url: redis!.url, timeout_ms: STORE_TIMEOUT_MS, key_prefix: "agentserve-study:" };
 }
 
 /** One store's run: fresh engines, fresh replicas, the whole scenario. */
@@ -498,7 +505,7 @@ function report(
       detail: `${redis.broken} broken; ${TRANSIENT_FAILURES} failed requests + ${redis.heldByDead} held by ${redis.deadEngine}`,
     },
     {
-      claim: "redis: the store never failed open",
+      claim: `redis: no store call failed open (none slower than ${STORE_TIMEOUT_MS} ms)`,
       passed: redis.storeErrors === 0,
       detail: `${redis.storeErrors} store errors`,
     },
