@@ -33,6 +33,8 @@ export interface GatewayProcess {
 export interface GatewayProcessOptions {
   /** The gateway's --log-level; at least info, since readiness is read from its "listening" line. */
   logLevel?: "info" | "debug" | "trace";
+  /** Called with killNow as soon as the process is spawned, before it listens (for signal handlers). */
+  onSpawn?: (killNow: () => void) => void;
 }
 
 /** Starts `agent-serve gateway --config configPath`; resolves once it listens (rejects if it exits first). */
@@ -54,6 +56,11 @@ export async function startGatewayProcess(
     options.logLevel ?? "info",
   ];
   const child: ChildProcess = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  const running = (): boolean => child.exitCode === null && child.signalCode === null;
+  const killNow = (): void => {
+    if (running()) child.kill("SIGKILL");
+  };
+  options.onSpawn?.(killNow);
   let text = "";
   const exited = new Promise<GatewayExit>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
@@ -82,7 +89,6 @@ export async function startGatewayProcess(
       reject(new Error(`gateway process exited (${code ?? signal}) before it listened:\n${text}`));
     });
   });
-  const running = (): boolean => child.exitCode === null && child.signalCode === null;
   return {
     url: `http://127.0.0.1:${port}`,
     port,
@@ -98,8 +104,6 @@ export async function startGatewayProcess(
         clearTimeout(force);
       }
     },
-    killNow() {
-      if (running()) child.kill("SIGKILL");
-    },
+    killNow,
   };
 }

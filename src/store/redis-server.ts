@@ -36,14 +36,12 @@ export interface RedisServer {
   restart(): Promise<void>;
   /** Stops it (SIGTERM, then SIGKILL); safe to call twice. */
   stop(): Promise<void>;
-  /** SIGKILL now, without waiting: for a signal handler that must not leave the server behind. */
-  killNow(): void;
 }
 
 const READY_TIMEOUT_MS = 20_000;
 
 /** Spawns redis-server on `port`; resolves when it accepts connections, rejects on a clash or early exit. */
-function spawnOn(path: string, port: number): Promise<ChildProcess> {
+function spawnOn(path: string, port: number, onSpawn: (child: ChildProcess) => void): Promise<ChildProcess> {
   const child = spawn(
     path,
     [
@@ -60,6 +58,7 @@ function spawnOn(path: string, port: number): Promise<ChildProcess> {
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
+  onSpawn(child);
   return new Promise((resolve, reject) => {
     let output = "";
     const timer = setTimeout(
@@ -108,15 +107,27 @@ async function stopChild(child: ChildProcess | undefined, signal: NodeJS.Signals
   }
 }
 
+export interface RedisServerOptions {
+  /**
+   * Called with a synchronous SIGKILL of each process as soon as it is spawned, before it is ready: a signal
+   * handler (src/study/interrupt-guard.ts) can then stop one that is still starting.
+   */
+  onSpawn?: (killNow: () => void) => void;
+}
+
 /** Starts redis-server on a free port, retrying with another port if the one picked was taken meanwhile. */
-export async function startRedisServer(path: string): Promise<RedisServer> {
+export async function startRedisServer(path: string, options: RedisServerOptions = {}): Promise<RedisServer> {
+  const onSpawn = (spawned: ChildProcess): void =>
+    options.onSpawn?.(() => {
+      if (spawned.exitCode === null && spawned.signalCode === null) spawned.kill("SIGKILL");
+    });
   let child: ChildProcess | undefined;
   let port = 0;
   let lastError: unknown;
   for (let attempt = 0; attempt < 5 && child === undefined; attempt++) {
     port = await freePort();
     try {
-      child = await spawnOn(path, port);
+      child = await spawnOn(path, port, onSpawn);
     } catch (err) {
       lastError = err;
     }
@@ -130,13 +141,10 @@ export async function startRedisServer(path: string): Promise<RedisServer> {
     },
     restart: async () => {
       await stopChild(child, "SIGKILL");
-      child = await spawnOn(path, port);
+      child = await spawnOn(path, port, onSpawn);
     },
     stop: async () => {
       await stopChild(child, "SIGTERM");
-    },
-    killNow: () => {
-      if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     },
   };
 }

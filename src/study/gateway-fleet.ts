@@ -8,6 +8,11 @@ import { parseConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { metricSample, scrapeMetrics } from "../metrics/prometheus-text.js";
 
+/** Where a fleet registers the kills of its processes as they spawn (an InterruptGuard). */
+export interface KillRegistry {
+  add(kill: () => void): () => void;
+}
+
 const VIEW_POLL_MS = 20;
 const VIEW_TIMEOUT_MS = 15_000;
 
@@ -20,6 +25,7 @@ export class GatewayFleet {
     private readonly dir: string,
     private readonly configPath: string,
     private readonly replicas: GatewayProcess[],
+    private readonly guard: KillRegistry | undefined,
   ) {}
 
   /**
@@ -27,21 +33,27 @@ export class GatewayFleet {
    * it to a temporary file and starts `count` gateways on it. `server.port` should be 0: each replica gets
    * its own OS-assigned port.
    */
-  static async start(rawConfig: Record<string, unknown>, count: number): Promise<GatewayFleet> {
+  static async start(
+    rawConfig: Record<string, unknown>,
+    count: number,
+    guard?: KillRegistry,
+  ): Promise<GatewayFleet> {
     const config = parseConfig(rawConfig, "gateway fleet");
     const dir = await mkdtemp(join(tmpdir(), "agent-serve-fleet-"));
+    guard?.add(() => rmSync(dir, { recursive: true, force: true }));
+    const onSpawn = guard === undefined ? undefined : (kill: () => void) => void guard.add(kill);
     const configPath = join(dir, "gateway.json");
     const replicas: GatewayProcess[] = [];
     try {
       // JSON is YAML: the gateway's own loader reads the file as users' files are read.
       await writeFile(configPath, JSON.stringify(rawConfig, null, 2) + "\n");
       const started = await Promise.allSettled(
-        Array.from({ length: count }, () => startGatewayProcess(configPath)),
+        Array.from({ length: count }, () => startGatewayProcess(configPath, { onSpawn })),
       );
       for (const result of started) if (result.status === "fulfilled") replicas.push(result.value);
       const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
       if (failed !== undefined) throw failed.reason;
-      return new GatewayFleet(config, dir, configPath, replicas);
+      return new GatewayFleet(config, dir, configPath, replicas, guard);
     } catch (err) {
       await Promise.all(replicas.map((r) => r.stop()));
       await rm(dir, { recursive: true, force: true });
@@ -68,7 +80,10 @@ export class GatewayFleet {
     const exit = await old.stop();
     if (exit.code !== 0)
       throw new Error(`replica ${index} exited with ${exit.code ?? exit.signal}:\n${old.output()}`);
-    this.replicas[index] = await startGatewayProcess(this.configPath);
+    const guard = this.guard;
+    this.replicas[index] = await startGatewayProcess(this.configPath, {
+      onSpawn: guard === undefined ? undefined : (kill) => void guard.add(kill),
+    });
   }
 
   /** A metric of replica i (summed over the series that carry `labels`; 0 when it has none). */
@@ -106,12 +121,6 @@ export class GatewayFleet {
     this.stopped = true;
     await Promise.all(this.replicas.map((r) => r.stop()));
     await rm(this.dir, { recursive: true, force: true });
-  }
-
-  /** SIGKILLs every replica and removes the config file, synchronously: for a signal handler. */
-  killNow(): void {
-    for (const replica of this.replicas) replica.killNow();
-    rmSync(this.dir, { recursive: true, force: true });
   }
 
   private replica(index: number): GatewayProcess {

@@ -49,6 +49,13 @@ const TRANSIENT_FAILURES = 2;
 
 export const PHASES = ["warm-up", "transient 503", "engine outage and recovery", "replica restart"] as const;
 export type Phase = (typeof PHASES)[number];
+/** Chart labels: the bars' groups have little room. */
+const PHASE_LABELS: Record<Phase, string> = {
+  "warm-up": "warm-up",
+  "transient 503": "503",
+  "engine outage and recovery": "outage",
+  "replica restart": "restart",
+};
 
 interface Plan {
   sessions: number;
@@ -161,7 +168,6 @@ async function runStore(
   const engines = new Map<string, SimEngineHandle>();
   const pools = new Map<string, Pool>();
   let fleet: GatewayFleet | undefined;
-  let unguard: () => void = () => undefined;
   try {
     for (const [index, id] of ENGINE_IDS.entries()) {
       engines.set(
@@ -180,9 +186,9 @@ async function runStore(
       affinity: { store: storeConfig(store, redis) },
       backends: ENGINE_IDS.map((id) => ({ id, tier: TIER, base_url: engines.get(id)!.url, model: MODEL })),
     };
-    fleet = await GatewayFleet.start(config, REPLICAS);
+    // Every gateway process is registered with the guard as it spawns: an interrupt kills them all.
+    fleet = await GatewayFleet.start(config, REPLICAS, guard);
     const f = fleet;
-    unguard = guard.add(() => f.killNow());
 
     const poolFor = (url: string): Pool => {
       let pool = pools.get(url);
@@ -335,7 +341,6 @@ async function runStore(
   } finally {
     for (const pool of pools.values()) await pool.close();
     await fleet?.close();
-    unguard();
     await Promise.all([...engines.values()].map((e) => e.close()));
   }
 }
@@ -390,9 +395,7 @@ export async function runReplicasStudy(options: StudyOptions): Promise<StudyResu
   const guard = new InterruptGuard();
   let redis: RedisServer | undefined;
   try {
-    redis = await startRedisServer(redisPath);
-    const server = redis;
-    guard.add(() => server.killNow());
+    redis = await startRedisServer(redisPath, { onSpawn: (kill) => void guard.add(kill) });
     const results: StoreNumbers[] = [];
     const records: RequestRecord[] = [];
     const configs: GatewayConfig[] = [];
@@ -547,7 +550,10 @@ function report(
           title: "Turn-to-turn continuity across three replicas",
           yLabel: "% of turns",
           series: [...STORES],
-          groups: PHASES.map((phase) => ({ label: phase, values: results.map((r) => continuity(r, phase)) })),
+          groups: PHASES.map((phase) => ({
+            label: PHASE_LABELS[phase],
+            values: results.map((r) => continuity(r, phase)),
+          })),
           yMax: 100,
         }),
       },
@@ -558,7 +564,10 @@ function report(
           title: "Engine prefix-cache hit rate",
           yLabel: "%",
           series: [...STORES],
-          groups: PHASES.map((phase) => ({ label: phase, values: results.map((r) => hitRate(r, phase)) })),
+          groups: PHASES.map((phase) => ({
+            label: PHASE_LABELS[phase],
+            values: results.map((r) => hitRate(r, phase)),
+          })),
           yMax: 100,
         }),
       },
