@@ -3,7 +3,6 @@
 // bindings take in Redis (INFO memory). Needs Debian's redis-server on PATH; starts its own on a free port.
 //
 //   node --import tsx bench/replicas/store-cost.ts [--quick]
-import { spawn } from "node:child_process";
 import { pino } from "pino";
 import { Redis } from "ioredis";
 import * as hdr from "hdr-histogram-js";
@@ -11,34 +10,13 @@ import { Pool } from "undici";
 import { parseConfig } from "../../src/config/load.js";
 import { Gateway } from "../../src/gateway/gateway.js";
 import { startSimEngine } from "../../src/sim/index.js";
-import { freePort } from "../common.js";
+import { REDIS_SERVER_MISSING, findRedisServer, startRedisServer } from "../../src/store/redis-server.js";
 
 const quick = process.argv.includes("--quick");
 const REQUESTS_PER_ROUND = quick ? 2000 : 6000;
 const ROUNDS = quick ? 2 : 4;
 const SESSIONS = 1000;
 const MODEL = "bench-model";
-
-async function startRedis(): Promise<{ port: number; stop: () => void }> {
-  const port = await freePort();
-  const child = spawn(
-    "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-    {
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
-  await new Promise<void>((resolve, reject) => {
-    let text = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      text += chunk.toString();
-      if (text.includes("Ready to accept connections")) resolve();
-    });
-    child.once("exit", () => reject(new Error(`redis-server exited: ${text}`)));
-  });
-  child.stdout!.resume();
-  return { port, stop: () => child.kill("SIGTERM") };
-}
 
 const body = JSON.stringify({ model: MODEL, max_tokens: 1, messages: [{ role: "user", content: "hi" }] });
 
@@ -82,7 +60,9 @@ async function redisCpuSeconds(client: Redis): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  const redis = await startRedis();
+  const redisPath = findRedisServer();
+  if (redisPath === undefined) throw new Error(REDIS_SERVER_MISSING);
+  const redis = await startRedisServer(redisPath);
   const admin = new Redis({ port: redis.port, host: "127.0.0.1" });
   const engine = await startSimEngine({ profile: "instant", model: MODEL });
   const logger = pino({ level: "silent" });
@@ -176,7 +156,7 @@ async function main(): Promise<void> {
     `${total} bindings: used_memory +${((after - before) / 1e6).toFixed(1)} MB (${((after - before) / total).toFixed(0)} bytes per binding)`,
   );
   admin.disconnect();
-  redis.stop();
+  await redis.stop();
 }
 
 await main();

@@ -87,6 +87,11 @@ export class ReplicatedBindings implements BindingStore {
     }
   }
 
+  /** Resolves true once the shared store answers, false after `timeoutMs` (then the replica decides alone). */
+  connected(timeoutMs: number): Promise<boolean> {
+    return this.remote.link.connected(timeoutMs);
+  }
+
   /** Resolves when every write-back sent so far has been answered (or failed open). */
   flush(): Promise<void> {
     return this.remote.link.flush();

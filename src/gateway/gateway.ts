@@ -65,6 +65,13 @@ const SHUTDOWN_FLUSH_MS = 500;
 
 /** Expired bindings are reclaimed in the background too, so an idle gateway's table shrinks. */
 const SWEEP_INTERVAL_MS = 1000;
+/**
+ * How long a replica with a shared binding store waits for it before it listens. A replica that took traffic
+ * before its connection was ready would place those sessions by rendezvous alone, so after a rolling restart
+ * it would route them differently from the other replicas. Redis down at startup delays the start by this
+ * much, never longer: then the replica starts deciding locally (fail open) and reconnects by itself.
+ */
+const SHARED_STORE_STARTUP_WAIT_MS = 3000;
 const SWEEP_BATCH = 10_000;
 
 function loadPollSettings(config: GatewayConfig): LoadPollSettings {
@@ -373,10 +380,20 @@ export class Gateway {
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
     const gateway = new Gateway(config, options);
     await gateway.discovery.start();
+    await gateway.waitForSharedBindings();
     await gateway.listen(options.listen ?? { host: config.server.host, port: config.server.port });
     gateway.health.start();
     gateway.loadPoller.start();
     return gateway;
+  }
+
+  private async waitForSharedBindings(): Promise<void> {
+    const shared = this.runtime.sharedBindings;
+    if (shared === undefined || (await shared.connected(SHARED_STORE_STARTUP_WAIT_MS))) return;
+    this.runtime.logger.warn(
+      { store: "bindings", waitedMs: SHARED_STORE_STARTUP_WAIT_MS },
+      "redis store not reachable at startup: deciding locally until it is back",
+    );
   }
 
   /** http://host:port of the listening server (loopback form for wildcard hosts). */

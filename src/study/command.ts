@@ -7,6 +7,7 @@ import type { StudyResult } from "./result.js";
 import { runAffinityStudy } from "./studies/affinity.js";
 import { runFailureStudy } from "./studies/failure.js";
 import { runHotspotStudy } from "./studies/hotspot.js";
+import { runReplicasStudy } from "./studies/replicas.js";
 import { runSaturationStudy } from "./studies/saturation.js";
 import { runSessionlessStudy } from "./studies/sessionless.js";
 import { runSessionsStudy } from "./studies/sessions.js";
@@ -24,6 +25,7 @@ export const STUDIES: Record<string, StudyDefinition> = {
   sessions: { run: runSessionsStudy, defaultTimeScale: 8 },
   hotspot: { run: runHotspotStudy, defaultTimeScale: 10 },
   sessionless: { run: runSessionlessStudy, defaultTimeScale: 10 },
+  replicas: { run: runReplicasStudy, defaultTimeScale: 10 },
 };
 
 const HELP = `usage: agent-serve study [NAME] [--gateway URL] [--engines sim|real] [--seed N] [--time-scale X] [--out DIR]
@@ -42,6 +44,8 @@ studies:
                least-loaded, plain and bounded-load affinity, prefix placement, SGLang, llm-d
   sessionless  requests without session ids from N agent templates: the balancers, prefix
                placement plain and bounded, SGLang, llm-d
+  replicas     three gateway processes sharing bindings in memory vs in Redis (a redis-server the study
+               starts; redis-server must be on PATH) through a 503, an engine outage, a replica restart
   all          every study above, one after the other
 
 flags:
@@ -53,7 +57,7 @@ flags:
       --seed N        workload seed (default 42): same seed, same prompts and session order
       --time-scale X  simulated engine time per wall time (default per study: affinity 5,
                       saturation 10, sessions 8, failure 1,
-                      hotspot 10, sessionless 10); latencies are reported in engine time
+                      hotspot 10, sessionless 10, replicas 10); latencies are reported in engine time
       --out DIR       where run directories go (default studies/results)
       --quick         small counts (a few seconds per study), for smoke tests
       --shared-system-prompt
@@ -70,7 +74,7 @@ function runId(name: string, seed: number, now: Date): string {
 export const studyCommand: Command = {
   name: "study",
   summary:
-    "run a load study (affinity, saturation, failure, sessions, hotspot, sessionless) and write its report",
+    "run a load study (affinity, saturation, failure, sessions, hotspot, sessionless, replicas) and write its report",
   help: HELP,
   async run(argv) {
     let parsed;

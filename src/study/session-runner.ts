@@ -40,7 +40,7 @@ function pause(ms: number): Promise<void> {
 }
 
 /** The messages of one turn: the session's history so far, then the new user message or tool result. */
-function appendTurn(history: unknown[], session: SessionPlan, turnIndex: number): void {
+export function appendTurn(history: unknown[], session: SessionPlan, turnIndex: number): void {
   const turn = session.turns[turnIndex]!;
   if (turn.toolCall) {
     const id = `call_${turnIndex}`;

@@ -1,12 +1,18 @@
 // Three gateway replicas over a real redis-server: sessions keep their engine across replicas, outages and restarts.
+// The scenario runs on real gateway processes; the tests that flush a replica's write-backs run them in-process.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { chat, metaOf, metricValue, scrape } from "../helpers/cluster.js";
 import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
-import { startReplicas, type ReplicaFleet } from "../helpers/replicas.js";
+import {
+  startReplicaProcesses,
+  startReplicas,
+  type ReplicaFleet,
+  type Replicas,
+} from "../helpers/replicas.js";
 
 const redisTool = redisAvailable();
 let redis: RedisServer | undefined;
-let fleet: ReplicaFleet | undefined;
+let fleet: Replicas | undefined;
 let prefixCounter = 0;
 
 beforeAll(async () => {
@@ -37,23 +43,14 @@ function overrides(store: "memory" | "redis"): Record<string, unknown> {
 }
 
 /** One turn of a session on the given replica; the engine that served it. */
-async function turn(f: ReplicaFleet, replica: number, session: string): Promise<string> {
-  const response = await chat(f.replicas[replica]!.url, {
+async function turn(f: Replicas, replica: number, session: string): Promise<string> {
+  const response = await chat(f.url(replica), {
     session,
     maxTokens: 4,
     messages: [{ role: "user", content: `turn of ${session}` }],
   });
   expect(response.status).toBe(200);
   return metaOf(response.json).backend_id;
-}
-
-async function allReplicasSee(f: ReplicaFleet, engine: string, state: "up" | "down"): Promise<void> {
-  for (let check = 0; check < 300; check++) {
-    const states = f.replicas.map((r) => r.runtime.registry.get(engine)!.state);
-    if (states.every((s) => (state === "down" ? s === "down" : s !== "down"))) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`not every replica saw ${engine} ${state}`);
 }
 
 interface Tally {
@@ -67,16 +64,14 @@ interface Tally {
  * two transient 503s, an engine outage and its recovery, one replica restarted. Counts the turns served by
  * the engine of the session's previous turn, and the forced moves (the turn hit a 503, or its engine was down).
  */
-async function scenario(
-  f: ReplicaFleet,
-): Promise<Tally & { brokenBeforeRestart: number; heldByDead: number }> {
+async function scenario(f: Replicas): Promise<Tally & { brokenBeforeRestart: number; heldByDead: number }> {
   const sessions = Array.from({ length: 30 }, (_, i) => `agent-session-${i}`);
   const engineOf = new Map<string, string>();
   const tally: Tally = { turns: 0, samePrevious: 0, forced: 0 };
   let next = 0;
   const round = async (forcedFor: (session: string) => boolean = () => false) => {
     for (const session of sessions) {
-      const engine = await turn(f, next++ % f.replicas.length, session);
+      const engine = await turn(f, next++ % f.size, session);
       const previous = engineOf.get(session);
       if (previous !== undefined) {
         tally.turns++;
@@ -109,10 +104,10 @@ async function scenario(
   const dead = ENGINES.find((e) => e !== flaky && [...engineOf.values()].includes(e))!;
   const heldByDead = sessions.filter((s) => engineOf.get(s) === dead);
   f.engines.get(dead)!.setFault({ kind: "hang" });
-  await allReplicasSee(f, dead, "down");
+  await f.allSee(dead, "down");
   await round((s) => heldByDead.includes(s));
   f.engines.get(dead)!.setFault({ kind: "none" });
-  await allReplicasSee(f, dead, "up");
+  await f.allSee(dead, "up");
   await round();
   await round();
   const brokenBeforeRestart = await f.sum("agentserve_affinity_broken_total", { tier: "small" });
@@ -126,28 +121,45 @@ async function scenario(
 
 describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
   it("keeps every turn on the session's previous engine except forced moves, and counts broken once", async () => {
-    fleet = await startReplicas(ENGINES, 3, overrides("redis"));
-    const result = await scenario(fleet);
+    const f = await startReplicaProcesses(ENGINES, 3, overrides("redis"));
+    fleet = f;
+    const result = await scenario(f);
     expect(result.turns).toBe(30 * 8 + 2); // eight rounds after the first, and the two 503 turns
     expect(result.samePrevious + result.forced).toBe(result.turns);
     expect(result.forced).toBe(2 + result.heldByDead);
     // Two failed requests broke two bindings; the outage broke exactly the bindings the dead engine held.
     expect(result.brokenBeforeRestart).toBe(2 + result.heldByDead);
-    for (const replica of fleet.replicas) {
-      const text = await scrape(replica.url);
+    for (let replica = 0; replica < f.size; replica++) {
+      const text = await scrape(f.url(replica));
       expect(metricValue(text, "agentserve_binding_store_up")).toBe(1);
     }
   }, 60_000);
 
   it("control: with the memory store the same scenario scatters sessions", async () => {
-    fleet = await startReplicas(ENGINES, 3, overrides("memory"));
+    fleet = await startReplicaProcesses(ENGINES, 3, overrides("memory"));
     const result = await scenario(fleet);
     expect(result.samePrevious + result.forced).toBeLessThan(result.turns);
   }, 60_000);
 
+  it("a replica starting with the redis store listens once the store answers: its first turn follows the shared binding", async () => {
+    const f: ReplicaFleet = await startReplicas(ENGINES, 2, overrides("redis"));
+    fleet = f;
+    // A binding that is not the session's rendezvous winner: its engine fails one request and it moves.
+    const session = "restarted-replica-0";
+    const winner = await turn(f, 0, session);
+    f.engines.get(winner)!.setFault({ kind: "error_rate", rate: 1, status: 503 });
+    const moved = await turn(f, 0, session);
+    f.engines.get(winner)!.setFault({ kind: "none" });
+    expect(moved).not.toBe(winner);
+    // A fresh replica (a rolling restart) takes the session's next turn as soon as it is started.
+    await f.restart(1);
+    expect(await turn(f, 1, session)).toBe(moved);
+    expect(metricValue(await scrape(f.url(1)), "agentserve_binding_store_errors_total")).toBe(0);
+  }, 30_000);
+
   it("serves every request while redis-server is killed, and is consistent again soon after its restart", async () => {
-    fleet = await startReplicas(ENGINES, 3, overrides("redis"));
-    const f = fleet;
+    const f: ReplicaFleet = await startReplicas(ENGINES, 3, overrides("redis"));
+    fleet = f;
     const sessions = Array.from({ length: 24 }, (_, i) => `kill-${i}`);
     const engineOf = new Map<string, string>();
     for (const [i, session] of sessions.entries()) engineOf.set(session, await turn(f, i % 3, session));
@@ -155,10 +167,10 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
     // one engine down for a moment moves its sessions elsewhere, for good.
     const moved = engineOf.get(sessions[0]!)!;
     f.engines.get(moved)!.setFault({ kind: "hang" });
-    await allReplicasSee(f, moved, "down");
+    await f.allSee(moved, "down");
     for (const [i, session] of sessions.entries()) engineOf.set(session, await turn(f, (i + 1) % 3, session));
     f.engines.get(moved)!.setFault({ kind: "none" });
-    await allReplicasSee(f, moved, "up");
+    await f.allSee(moved, "up");
 
     // Traffic goes on while redis-server is killed: every request is served.
     const traffic = (async () => {
@@ -200,11 +212,11 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
       timeout_ms: 200,
       key_prefix: `bud${prefixCounter++}:`,
     };
-    fleet = await startReplicas(ENGINES, 3, {
+    const f: ReplicaFleet = await startReplicas(ENGINES, 3, {
       ...overrides("redis"),
       admission: { default_token_budget: 200, store: budgetStore },
     });
-    const f = fleet;
+    fleet = f;
     let served = 0;
     let refused = 0;
     let tokens = 0;

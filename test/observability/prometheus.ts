@@ -1,26 +1,13 @@
 // Test fixture: a real Prometheus (Debian's package, installed by .ci/run) as a child process on an
 // OS-assigned loopback port with a temporary storage dir, plus a small client for its HTTP API.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { accessSync, constants } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
+import { findExecutable } from "../../src/core/executables.js";
 
-/** The absolute path of an executable on PATH, or undefined. */
-export function findExecutable(name: string): string | undefined {
-  for (const dir of (process.env["PATH"] ?? "").split(delimiter)) {
-    if (dir === "") continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
+export { findExecutable };
 
 /**
  * Whether tests that need `name` run: in CI (CI=true) a missing binary is a failure, locally the tests are
