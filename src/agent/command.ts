@@ -52,7 +52,6 @@ function runId(seed: number, now: Date): string {
 
 export const agentCommand: Command = {
   name: "agent",
-  summary: "run the demo agent fleet (tool-using agents, one session each) and write its report",
   help: HELP,
   async run(argv) {
     let values;

@@ -3,8 +3,6 @@ import { GatewayError } from "../core/errors.js";
 
 export interface Command {
   name: string;
-  /** One line for `agent-serve --help`. */
-  summary: string;
   /** Full usage text for `agent-serve NAME --help`: every flag documented. */
   help: string;
   /** Runs the command; resolves to the process exit code. */

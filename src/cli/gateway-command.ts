@@ -50,7 +50,6 @@ export async function loadOrReport(path: string) {
 
 export const gatewayCommand: Command = {
   name: "gateway",
-  summary: "run the gateway against the engines named in the config (real vLLM in production)",
   help: `usage: agent-serve gateway [--config FILE] [--log-level LEVEL]
 
 Runs the gateway alone; every backend's base_url must point at a running engine. 'simulate' blocks in

@@ -4,7 +4,6 @@ import { UsageError, type Command } from "./command.js";
 
 export const hashKeyCommand: Command = {
   name: "hash-key",
-  summary: "print the hash of a client API key, for server.api_keys",
   help: `usage: agent-serve hash-key KEY
 
 Prints the hex SHA-256 of KEY. Put it in the config as

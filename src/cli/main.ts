@@ -1,8 +1,8 @@
 // The agent-serve command line: finds the subcommand and hands it the rest of the arguments.
-import { UsageError, type Command } from "./command.js";
-import { commands } from "./commands.js";
+import { UsageError } from "./command.js";
+import { commands, type CommandEntry } from "./commands.js";
 
-function topHelp(list: readonly Command[]): string {
+function topHelp(list: readonly CommandEntry[]): string {
   const width = Math.max(...list.map((c) => c.name.length));
   return [
     "usage: agent-serve <command> [flags]",
@@ -22,11 +22,12 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(topHelp(commands) + "\n");
     return name === undefined ? 2 : 0;
   }
-  const command = commands.find((c) => c.name === name);
-  if (!command) {
+  const entry = commands.find((c) => c.name === name);
+  if (!entry) {
     process.stderr.write(`agent-serve: unknown command '${name}'\n\n${topHelp(commands)}\n`);
     return 2;
   }
+  const command = await entry.load();
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(command.help + "\n");
     return 0;

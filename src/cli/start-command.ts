@@ -6,7 +6,6 @@ import { makeLogger, runGatewayUntilSignal } from "./run-gateway.js";
 
 export const startCommand: Command = {
   name: "start",
-  summary: "start the config's simulated engines and the gateway (the `npm start` demo)",
   help: `usage: agent-serve start [--config FILE] [--log-level LEVEL]
 
 Starts one 'agent-serve sim' process for every backend that has a 'simulate' block (on the host and

@@ -125,7 +125,6 @@ async function runMakeModel(argv: string[]): Promise<number> {
 
 export const engineCommand: Command = {
   name: "engine",
-  summary: "run a real OpenAI-compatible llama.cpp engine on the CPU (or `engine make-model FILE`)",
   help: HELP,
   async run(argv) {
     if (argv[0] === "make-model") return runMakeModel(argv.slice(1));

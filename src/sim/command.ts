@@ -142,7 +142,6 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
 
 export const simCommand: Command = {
   name: "sim",
-  summary: "run a simulated vLLM engine (prefix KV cache, continuous batching, cost model, faults)",
   help: HELP,
   async run(argv: string[]): Promise<number> {
     const options = parseSimArgs(argv);

@@ -73,8 +73,6 @@ function runId(name: string, seed: number, now: Date): string {
 
 export const studyCommand: Command = {
   name: "study",
-  summary:
-    "run a load study (affinity, saturation, failure, sessions, hotspot, sessionless, replicas) and write its report",
   help: HELP,
   async run(argv) {
     let parsed;
