@@ -5,7 +5,8 @@ import { BROKEN, EXPIRED, type BindingStore } from "./binding-store.js";
 import type { Hash64 } from "./hash.js";
 import { hasFreeSlot, loadBound, loadOf, placementState } from "./placement/load.js";
 import { runPipeline } from "./placement/pipeline.js";
-import { boundedRendezvousPipeline, spillPipeline } from "./placement/pipelines.js";
+import { boundedRendezvousPipeline, sessionPlacementPipeline, spillPipeline } from "./placement/pipelines.js";
+import type { Pipeline } from "./placement/types.js";
 import type { PlacementCandidate, PlacementRequest } from "./placement/types.js";
 import type { PlacementPolicy, PolicyReason } from "./policies/policy.js";
 import { hashSession, rendezvousRanking, rendezvousWinner } from "./rendezvous.js";
@@ -207,6 +208,7 @@ export class AffinityScheduler {
             { tier, sessionId, prefixKey: undefined, exclude },
             candidates,
             nowMs,
+            sessionPlacementPipeline,
           )
         : rendezvousWinner(placement, candidates, (c) => c.state === "up" && !exclude.has(c.id));
     if (winner === undefined) return undefined;
@@ -225,7 +227,7 @@ export class AffinityScheduler {
     const request: PlacementRequest = { tier, sessionId: undefined, prefixKey, exclude };
     const backend =
       this.loadFactor > 0
-        ? this.placeWithinBound(prefixKey, request, candidates, this.clock.nowMs())
+        ? this.placeWithinBound(prefixKey, request, candidates, this.clock.nowMs(), boundedRendezvousPipeline)
         : rendezvousWinner(prefixKey, candidates, (c) => c.state === "up" && !exclude.has(c.id));
     if (backend === undefined) return undefined;
     this.recorder.miss(tier);
@@ -233,25 +235,30 @@ export class AffinityScheduler {
   }
 
   /**
-   * The first backend of the key's rendezvous ranking within the load bound. When the exclusions leave no
-   * backend within it (the bound always admits one up backend, but that one may have failed this request),
-   * the plain rendezvous winner among the rest (rendezvousPipeline's choice): a request is better served
-   * late than refused.
+   * The key's placement by `pipeline` (a bounded one: sessionPlacementPipeline for sessions,
+   * boundedRendezvousPipeline for prefixes). When the exclusions leave no backend within the bound (the
+   * bound always admits one up backend, but that one may have failed this request), the plain rendezvous
+   * winner among the rest (rendezvousPipeline's choice): a request is better served late than refused.
    */
   private placeWithinBound<T extends SchedulingCandidate>(
     key: Hash64,
     request: PlacementRequest,
     candidates: readonly T[],
     nowMs: number,
+    pipeline: Pipeline,
   ): T | undefined {
     const { exclude } = request;
     const winner = rendezvousWinner(key, candidates, (c) => c.state === "up" && !exclude.has(c.id));
     if (winner === undefined) return undefined;
     const state = this.stateFor(key, candidates, nowMs);
-    // The common case, without allocating: the key's winner is within its bound, so it is what the bounded
-    // pipeline would pick (its top score passes the filter). Otherwise the pipeline walks the ranking.
-    if (loadOf(winner) + 1 <= loadBound(winner, state)) return winner;
-    return runPipeline(boundedRendezvousPipeline, request, state, candidates) ?? winner;
+    // The common case, without allocating: the key's winner is within its bound (and, for a session, can
+    // start the request now), so it is what either pipeline picks (its top score passes the filters).
+    // Otherwise the pipeline walks the ranking.
+    const fast =
+      loadOf(winner) + 1 <= loadBound(winner, state) &&
+      (pipeline !== sessionPlacementPipeline || hasFreeSlot(winner));
+    if (fast) return winner;
+    return runPipeline(pipeline, request, state, candidates) ?? winner;
   }
 
   /** Where a bound session's request may spill: free now, within the bound, best of its ranking. */

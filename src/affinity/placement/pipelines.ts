@@ -3,6 +3,7 @@ import { boundedLoadFilter } from "./filter-bounded-load.js";
 import { eligibleFilter } from "./filter-eligible.js";
 import { freeSlotFilter } from "./filter-free-slot.js";
 import { maxScorePicker } from "./pick-max-score.js";
+import { freeSlotScorer } from "./score-free-slot.js";
 import { rendezvousScorer } from "./score-rendezvous.js";
 import type { Pipeline } from "./types.js";
 
@@ -15,10 +16,25 @@ export const rendezvousPipeline: Pipeline = {
   picker: maxScorePicker,
 };
 
-/** Bounded-load rendezvous: the first backend of the key's ranking within the load bound (new sessions, prefixes). */
+/** Bounded-load rendezvous: the first backend of the key's ranking within the load bound (prefix placement). */
 export const boundedRendezvousPipeline: Pipeline = {
   filters: [eligibleFilter, boundedLoadFilter],
   scorers: byRendezvous,
+  picker: maxScorePicker,
+};
+
+/**
+ * Where a session is placed (new, rebinding, failing over): the first backend of its ranking within the bound
+ * that can start the request now, else the first within the bound. The session has no cache on any engine
+ * yet, so a free slot further down its ranking costs it nothing, while a full winner would make it wait
+ * behind whatever fills that engine (measured: docs/load-study.md, "Placement under hot spots").
+ */
+export const sessionPlacementPipeline: Pipeline = {
+  filters: [eligibleFilter, boundedLoadFilter],
+  scorers: [
+    { scorer: freeSlotScorer, weight: 1 },
+    { scorer: rendezvousScorer, weight: 1 },
+  ],
   picker: maxScorePicker,
 };
 

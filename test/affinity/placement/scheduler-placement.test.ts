@@ -15,7 +15,8 @@ function rankingOf(h: ReturnType<typeof harness>, session: string, list: readonl
 }
 
 describe("bounded-load placement of new sessions", () => {
-  it("places on the first backend of the ranking within ceil(c x weighted mean), never above it", () => {
+  it("places on the first backend of the ranking within ceil(c x weighted mean) that has a free slot, else the first within it; never above it", () => {
+    const seen = { free: 0, full: 0, skipped: 0 };
     fc.assert(
       fc.property(candidatesArb({ weighted: true }), sessionArb, loadFactorArb, (list, session, c) => {
         const h = harness({ loadFactor: c });
@@ -30,10 +31,40 @@ describe("bounded-load placement of new sessions", () => {
         const chosen = selection!.backend;
         // Some up backend is always within the bound when nothing is excluded.
         expect(within(chosen)).toBe(true);
-        expect(chosen.id).toBe(ranking.find(within)!.id);
+        const firstFree = ranking.find((x) => within(x) && hasFreeSlot(x));
+        expect(chosen.id).toBe((firstFree ?? ranking.find(within)!).id);
+        if (firstFree === undefined) seen.full++;
+        else seen.free++;
+        if (firstFree !== undefined && firstFree !== ranking.find(within)) seen.skipped++;
         expect(selection).toMatchObject({ affinityHit: false, reason: "new_session" });
         expect(h.scheduler.boundBackend(session)).toBe(chosen.id);
       }),
+      { numRuns: 300 },
+    );
+    // Control: every branch was taken, the free-slot preference among them, so no expectation is vacuous.
+    expect(seen.free).toBeGreaterThan(20);
+    expect(seen.full).toBeGreaterThan(5);
+    expect(seen.skipped).toBeGreaterThan(5);
+  });
+
+  it("sends a new session past a full backend within the bound to the next of its ranking that can start it now", () => {
+    const h = harness({ loadFactor: 1.25 });
+    const list = candidates(4).map((x) => Object.assign(x, { maxInflight: 8 }));
+    const ranking = h.scheduler.ranking("fresh", list);
+    // L = 8 + 3 x 7 = 29: bound ceil(1.25 * 30 / 4) = 10, so the full winner (8 + 1) is within it,
+    // but the request would wait there for a slot while the third of the ranking has one free.
+    ranking[0]!.inflight = 8;
+    ranking[1]!.inflight = 8;
+    ranking[2]!.inflight = 7;
+    ranking[3]!.inflight = 6;
+    const selection = h.scheduler.selectBackend("fresh", "small", list)!;
+    expect(selection).toMatchObject({ backend: { id: ranking[2]!.id }, reason: "new_session" });
+    expect(h.scheduler.boundBackend("fresh")).toBe(ranking[2]!.id);
+    // With no free slot anywhere it is the first within the bound again, where it queues.
+    ranking[2]!.inflight = 8;
+    ranking[3]!.inflight = 8;
+    expect(h.scheduler.selectBackend("other", "small", list)!.backend.id).toBe(
+      h.scheduler.ranking("other", list)[0]!.id,
     );
   });
 

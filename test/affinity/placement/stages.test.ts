@@ -11,6 +11,8 @@ import { clampScore, runPipeline } from "../../../src/affinity/placement/pipelin
 import { kvCacheScorer, UNKNOWN_KV_SCORE } from "../../../src/affinity/placement/score-kv-cache.js";
 import { queueScorer } from "../../../src/affinity/placement/score-queue.js";
 import { rendezvousScorer } from "../../../src/affinity/placement/score-rendezvous.js";
+import { freeSlotScorer } from "../../../src/affinity/placement/score-free-slot.js";
+import { sessionPlacementPipeline } from "../../../src/affinity/placement/pipelines.js";
 import type { PlacementRequest, Pipeline, Scorer } from "../../../src/affinity/placement/types.js";
 import { rendezvousRanking } from "../../../src/affinity/rendezvous.js";
 import { candidate, candidates } from "../helpers.js";
@@ -32,6 +34,31 @@ filterContract("freeSlotFilter", freeSlotFilter);
 scorerContract("rendezvousScorer", rendezvousScorer);
 scorerContract("queueScorer", queueScorer);
 scorerContract("kvCacheScorer", kvCacheScorer);
+scorerContract("freeSlotScorer", freeSlotScorer);
+
+describe("freeSlotScorer and sessionPlacementPipeline", () => {
+  it("scores 1 exactly for the backends that can start a request now", () => {
+    fc.assert(
+      fc.property(candidatesArb(), keyArb, (list, key) => {
+        const scores = freeSlotScorer(request(), stateOf(key, list), list);
+        list.forEach((c, i) => expect(scores[i]).toBe(hasFreeSlot(c) ? 1 : 0));
+      }),
+    );
+  });
+
+  it("picks the first of the ranking within the bound with a free slot, else the first within the bound", () => {
+    fc.assert(
+      fc.property(candidatesArb({ weighted: true }), keyArb, loadFactorArb, (list, key, c) => {
+        const state = stateOf(key, list, c);
+        const within = rendezvousRanking(key, list).filter(
+          (x) => x.state === "up" && loadOf(x) + 1 <= loadBound(x, state),
+        );
+        const expected = within.find(hasFreeSlot) ?? within[0];
+        expect(runPipeline(sessionPlacementPipeline, request(), state, list)?.id).toBe(expected?.id);
+      }),
+    );
+  });
+});
 
 describe("eligibleFilter", () => {
   it("keeps exactly the up backends this request has not failed on", () => {
