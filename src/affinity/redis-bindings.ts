@@ -173,14 +173,16 @@ export class RedisBindings {
     onDone: (written: boolean | Unavailable) => void,
   ): void {
     const expires = Math.ceil(expiresAtMs);
+    const at = Math.floor(atMs);
     this.link.send(
       WRITE,
       [this.prefix + "b:" + sessionId],
       [
-        Math.floor(atMs),
+        at,
         backendId,
         expires,
-        expires + Math.max(1, Math.ceil(this.ttlMs)),
+        // PX is relative: the binding's remaining TTL, then the grace during which it reads as lapsed.
+        Math.max(0, expires - at) + Math.max(1, Math.ceil(this.ttlMs)),
         this.prefix,
         sessionId,
       ],

@@ -377,4 +377,16 @@ describe.skipIf(redisTool.skip)("redis binding store hot path", () => {
     fleet.clock.advance(4_001); // 10 s after the only turn
     expect(await turn(b, "s-peek")).toMatchObject({ affinityHit: false, reason: "rebind_expired" });
   });
+
+  it("lets Redis collect a binding a TTL after it lapses (its key's PX is relative)", async () => {
+    const fleet = redisFleet(1);
+    await connected(fleet);
+    const [a] = fleet.replicas as [Replica];
+    await turn(a, "s-collected"); // bound until 10 s from now, readable as lapsed for 10 s more
+    const client = a.link!.client;
+    const [key] = await client.keys("*b:s-collected");
+    const pttlMs = await client.pttl(key!);
+    expect(pttlMs).toBeGreaterThan(0);
+    expect(pttlMs).toBeLessThanOrEqual(2 * TTL_SECONDS * 1000);
+  });
 });
