@@ -2,7 +2,10 @@
 // c=64 (one gateway in front of an `instant` simulated engine, in this process), and the memory a million
 // bindings take in Redis (INFO memory). Needs Debian's redis-server on PATH; starts its own on a free port.
 //
-//   node --import tsx bench/replicas/store-cost.ts [--quick]
+// With --budgets each request also carries an agent id (one of 10) and `admission.store` is the same kind as
+// the binding store (a budget no request reaches), so the budget's reserve and settle are measured too.
+//
+//   node --import tsx bench/replicas/store-cost.ts [--quick] [--budgets]
 import { pino } from "pino";
 import { Redis } from "ioredis";
 import * as hdr from "hdr-histogram-js";
@@ -13,6 +16,7 @@ import { startSimEngine } from "../../src/sim/index.js";
 import { REDIS_SERVER_MISSING, findRedisServer, startRedisServer } from "../../src/store/redis-server.js";
 
 const quick = process.argv.includes("--quick");
+const budgets = process.argv.includes("--budgets");
 const REQUESTS_PER_ROUND = quick ? 2000 : 6000;
 const ROUNDS = quick ? 2 : 4;
 const SESSIONS = 1000;
@@ -37,7 +41,11 @@ async function round(
         const response = await pool.request({
           path: "/v1/chat/completions",
           method: "POST",
-          headers: { "content-type": "application/json", "x-session-id": `bench-${i % SESSIONS}` },
+          headers: {
+            "content-type": "application/json",
+            "x-session-id": `bench-${i % SESSIONS}`,
+            ...(budgets ? { "x-agent-id": `agent-${i % 10}` } : {}),
+          },
           body,
         });
         await response.body.dump();
@@ -79,6 +87,17 @@ async function main(): Promise<void> {
                 ? { kind: "memory" }
                 : { kind: "redis", url: `redis://127.0.0.1:${redis.port}/0` },
           },
+          ...(budgets
+            ? {
+                admission: {
+                  default_token_budget: 1_000_000_000_000,
+                  store:
+                    store === "memory"
+                      ? { kind: "memory" }
+                      : { kind: "redis", url: `redis://127.0.0.1:${redis.port}/0` },
+                },
+              }
+            : {}),
         },
         "bench",
       ),

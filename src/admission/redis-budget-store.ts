@@ -75,13 +75,18 @@ return { 1, used, granted }
   1,
 );
 
-/** KEYS: agent. ARGV: atMs, bucketMs, tokens (signed), windowMs. */
+/**
+ * KEYS: agent. ARGV: bucketMs, windowMs, then one or more pairs (atMs, tokens signed): each pair's tokens
+ * are counted in its own time's bucket. A settle sends both of its charges (the hold leaving, the usage
+ * arriving) in one call.
+ */
 const ADD = new LuaScript(
   `
-local bucketMs = tonumber(ARGV[2])
-local bucket = math.floor(tonumber(ARGV[1]) / bucketMs)
-redis.call('HINCRBY', KEYS[1], bucket, ARGV[3])
-redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[4]) + bucketMs))
+local bucketMs = tonumber(ARGV[1])
+for i = 3, #ARGV, 2 do
+  redis.call('HINCRBY', KEYS[1], math.floor(tonumber(ARGV[i]) / bucketMs), ARGV[i + 1])
+end
+redis.call('PEXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2]) + bucketMs))
 return 1
 `,
   1,
@@ -175,17 +180,19 @@ export class RedisBudgetStore implements BudgetStore {
 
   settle(reservation: Reservation, usedTokens: number, nowMs: number): void {
     const used = usedTokens > 0 ? Math.round(usedTokens) : 0;
+    const charges: PendingCharge[] = [];
     if (isShared(reservation)) {
-      // The hold leaves the bucket it was counted in; the real usage is counted now.
+      // The hold leaves the bucket it was counted in; the real usage is counted now (one call for both).
       if (reservation.tokens > 0)
-        this.write({ agentId: reservation.agentId, tokens: -reservation.tokens, atMs: reservation.atMs });
+        charges.push({ agentId: reservation.agentId, tokens: -reservation.tokens, atMs: reservation.atMs });
     } else {
       this.local.settle(reservation, 0, nowMs);
     }
     if (used > 0) {
       this.local.charge(reservation.agentId, used, nowMs);
-      this.write({ agentId: reservation.agentId, tokens: used, atMs: nowMs });
+      charges.push({ agentId: reservation.agentId, tokens: used, atMs: nowMs });
     }
+    if (charges.length > 0) this.write(reservation.agentId, charges);
   }
 
   async usage(agentId: string, nowMs: number): Promise<number> {
@@ -220,19 +227,17 @@ export class RedisBudgetStore implements BudgetStore {
     await this.link.close();
   }
 
-  private write(charge: PendingCharge): void {
+  /** Counts one agent's charges in the shared window, in one call; queued while Redis is away. */
+  private write(agentId: string, charges: readonly PendingCharge[]): void {
     if (!this.link.up) {
-      this.queue(charge);
+      for (const charge of charges) this.queue(charge);
       return;
     }
-    this.link.send(
-      ADD,
-      [this.key(charge.agentId)],
-      [charge.atMs, this.bucketMs, charge.tokens, this.settings.windowMs],
-      (reply) => {
-        if (reply === UNAVAILABLE) this.queue(charge);
-      },
-    );
+    const args: number[] = [this.bucketMs, this.settings.windowMs];
+    for (const charge of charges) args.push(charge.atMs, charge.tokens);
+    this.link.send(ADD, [this.key(agentId)], args, (reply) => {
+      if (reply === UNAVAILABLE) for (const charge of charges) this.queue(charge);
+    });
   }
 
   private queue(charge: PendingCharge): void {
@@ -244,6 +249,6 @@ export class RedisBudgetStore implements BudgetStore {
   private replay(): void {
     const pending = this.pending;
     this.pending = [];
-    for (const charge of pending) this.write(charge);
+    for (const charge of pending) this.write(charge.agentId, [charge]);
   }
 }

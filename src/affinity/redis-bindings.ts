@@ -25,7 +25,13 @@ local function epochOf(prefix, backend)
 end
 `;
 
-/** KEYS: b:<session>. ARGV: nowMs, prefix. Returns nil | {"live", backend, exp} | {"expired", backend, exp} | {"broken", backend}. */
+/**
+ * KEYS: b:<session>. ARGV: nowMs, prefix, ttlMs, graceMs, session. Returns nil | {"live", backend, exp} |
+ * {"expired", backend, exp} | {"broken", backend}. With ttlMs > 0 (the request path) a live binding's TTL
+ * slides here, in the same round trip: the turn is about to be served by it (the scheduler's refresh that
+ * follows is then not written again, see ReplicatedBindings.refresh). A binding written after nowMs (by
+ * a replica whose clock runs ahead) is left as it is. ttlMs = 0 only reads (the admin view).
+ */
 const LOOKUP = new LuaScript(
   `${PARSE}
 local value = redis.call('GET', KEYS[1])
@@ -33,9 +39,20 @@ if not value then return false end
 local backend, epoch, expires, written, rawExpires = parse(value)
 if backend == nil then return false end
 if backend == '' then return { 'broken', '' } end
-if epoch ~= epochOf(ARGV[2], backend) then return { 'broken', backend } end
-if expires <= tonumber(ARGV[1]) then return { 'expired', backend, rawExpires } end
-return { 'live', backend, rawExpires }
+local prefix = ARGV[2]
+if epoch ~= epochOf(prefix, backend) then return { 'broken', backend } end
+local now = tonumber(ARGV[1])
+if expires <= now then return { 'expired', backend, rawExpires } end
+local ttl = tonumber(ARGV[3])
+if ttl <= 0 or written > now or now + ttl <= expires then return { 'live', backend, rawExpires } end
+local newExpires = string.format('%d', now + ttl)
+local keep = ttl + tonumber(ARGV[4])
+redis.call('SET', KEYS[1], backend .. '|' .. epoch .. '|' .. newExpires .. '|' .. ARGV[1], 'PX', keep)
+local members = prefix .. 's:' .. backend .. ':' .. epoch
+redis.call('ZADD', members, newExpires, ARGV[5])
+redis.call('PEXPIRE', members, keep, 'GT')
+redis.call('PEXPIRE', members, keep, 'NX')
+return { 'live', backend, newExpires }
 `,
   1,
 );
@@ -119,19 +136,24 @@ export class RedisBindings {
   constructor(
     readonly link: RedisLink,
     private readonly prefix: string,
-    /** How long a lapsed binding is remembered (so the next turn says rebind_expired): the sticky TTL. */
-    private graceMs: number,
+    /**
+     * The sticky TTL: how far a lookup slides a live binding, and how long a lapsed binding is remembered
+     * (so the next turn says rebind_expired).
+     */
+    private ttlMs: number,
   ) {}
 
-  setGraceMs(graceMs: number): void {
-    this.graceMs = graceMs;
+  setTtlMs(ttlMs: number): void {
+    this.ttlMs = ttlMs;
   }
 
-  async lookup(sessionId: string, nowMs: number): Promise<RemoteBinding | Unavailable> {
+  /** What Redis holds of a session; with `refresh`, a live binding's TTL slides from nowMs (same round trip). */
+  async lookup(sessionId: string, nowMs: number, refresh: boolean): Promise<RemoteBinding | Unavailable> {
+    const ttlMs = Math.max(1, Math.ceil(this.ttlMs));
     const reply = await this.link.run(
       LOOKUP,
       [this.prefix + "b:" + sessionId],
-      [Math.floor(nowMs), this.prefix],
+      [Math.floor(nowMs), this.prefix, refresh ? ttlMs : 0, ttlMs, sessionId],
     );
     if (reply === UNAVAILABLE) return UNAVAILABLE;
     if (!Array.isArray(reply)) return { state: "absent" };
@@ -151,14 +173,16 @@ export class RedisBindings {
     onDone: (written: boolean | Unavailable) => void,
   ): void {
     const expires = Math.ceil(expiresAtMs);
+    const at = Math.floor(atMs);
     this.link.send(
       WRITE,
       [this.prefix + "b:" + sessionId],
       [
-        Math.floor(atMs),
+        at,
         backendId,
         expires,
-        expires + Math.max(1, Math.ceil(this.graceMs)),
+        // PX is relative: the binding's remaining TTL, then the grace during which it reads as lapsed.
+        Math.max(0, expires - at) + Math.max(1, Math.ceil(this.ttlMs)),
         this.prefix,
         sessionId,
       ],

@@ -2,9 +2,11 @@
 //
 // The scheduler stays synchronous and pure: it reads and writes the local StickyTable through this class.
 // Before a request's first selection the attempt loop awaits prepare(), one scripted round trip that loads
-// the shared binding of the session (live, lapsed, broken or absent) into the local table. Every bind,
-// refresh and break the scheduler makes is written back without waiting (in order, on one connection, each
-// with the time of its decision, so a late write never overwrites a newer one). When Redis is slow or
+// the shared binding of the session (live, lapsed, broken or absent) into the local table and, when it is
+// live, slides its TTL there and then: the hit path (the bulk of the traffic) costs that one command and
+// nothing more. Every bind, break, and any refresh the lookup did not already make, is written back
+// without waiting (in order, on one connection, each with the time of its decision, so a late write never
+// overwrites a newer one). When Redis is slow or
 // away nothing waits for it: the local table and rendezvous decide, writes queue and are replayed when it
 // answers again. Broken bindings are counted here, not by the scheduler: by the replica whose script
 // actually broke them, so the sum over replicas counts each once.
@@ -34,16 +36,32 @@ export interface ReplicatedBindingsOptions {
   /** The tier of a backend id (for the broken counter's label), if the replica knows it. */
   tierOf: (backendId: string) => string | undefined;
   nowMs: () => number;
+  /** The scheduler's sticky TTL (configure() follows a reload): bounds the refresh tolerance. */
+  stickyTtlMs: number;
 }
+
+/**
+ * A refresh is not written when it would extend the shared expiry by at most this much: a second, or a
+ * hundredth of the TTL when that is shorter. So the shared TTL of a turn runs from its lookup, not its
+ * selection (they are microseconds apart unless something slow, say the classifier, runs between). While
+ * Redis is away every refresh is written back (queued) as before.
+ */
+export function refreshToleranceMs(stickyTtlMs: number): number {
+  return Math.min(MAX_REFRESH_TOLERANCE_MS, stickyTtlMs / 100);
+}
+
+const MAX_REFRESH_TOLERANCE_MS = 1000;
 
 export class ReplicatedBindings implements BindingStore {
   private readonly local: StickyTable;
   private readonly remote: RedisBindings;
   private pending: PendingWrite[] = [];
+  private stickyTtlMs: number;
 
   constructor(private readonly options: ReplicatedBindingsOptions) {
     this.local = options.local;
     this.remote = options.remote;
+    this.stickyTtlMs = options.stickyTtlMs;
     this.remote.link.onReady(() => this.replay());
   }
 
@@ -57,12 +75,22 @@ export class ReplicatedBindings implements BindingStore {
   }
 
   /**
-   * Loads the session's shared binding into the local table (one round trip, bounded by the store's
-   * timeout). When Redis does not answer, the local table stays as it is and decides alone.
+   * Before a turn is routed: loads the session's shared binding into the local table and slides its TTL
+   * if it is live (one round trip, bounded by the store's timeout). When Redis does not answer, the local
+   * table stays as it is and decides alone.
    */
-  async prepare(sessionId: string): Promise<void> {
+  prepare(sessionId: string): Promise<void> {
+    return this.load(sessionId, true);
+  }
+
+  /** Loads the session's shared binding into the local table without refreshing it (the admin view). */
+  peek(sessionId: string): Promise<void> {
+    return this.load(sessionId, false);
+  }
+
+  private async load(sessionId: string, refresh: boolean): Promise<void> {
     const nowMs = this.options.nowMs();
-    const remote = await this.remote.lookup(sessionId, nowMs);
+    const remote = await this.remote.lookup(sessionId, nowMs, refresh);
     if (remote === UNAVAILABLE) return;
     switch (remote.state) {
       case "absent":
@@ -99,7 +127,8 @@ export class ReplicatedBindings implements BindingStore {
 
   /** A reloaded sticky TTL: how long lapsed bindings stay readable as lapsed. */
   configure(stickyTtlMs: number): void {
-    this.remote.setGraceMs(stickyTtlMs);
+    this.remote.setTtlMs(stickyTtlMs);
+    this.stickyTtlMs = stickyTtlMs;
   }
 
   async close(): Promise<void> {
@@ -123,8 +152,26 @@ export class ReplicatedBindings implements BindingStore {
     this.send({ kind: "write", sessionId, backendId, expiresAtMs, atMs: nowMs }, false);
   }
 
+  /**
+   * The scheduler's hit path. The local expiry is what Redis was last told or told us (prepare() loads it,
+   * already slid by the lookup); a refresh that would move it by no more than the tolerance (either way)
+   * is not written (nor applied locally, so the local table never runs ahead of what was sent), which
+   * makes the hit path cost the lookup alone. Otherwise (the turn was routed long after its lookup) and whenever Redis is
+   * away (its copy may be lost: a restarted Redis is empty) the refresh is written back as any other
+   * decision, queued for replay if need be.
+   */
   refresh(sessionId: string, expiresAtMs: number): void {
     const backendId = this.local.get(sessionId, -Infinity);
+    const sharedExpiresAtMs = this.local.expiryOf(sessionId);
+    if (
+      typeof backendId === "string" &&
+      sharedExpiresAtMs !== undefined &&
+      this.remote.link.up &&
+      Math.abs(expiresAtMs - sharedExpiresAtMs) <= refreshToleranceMs(this.stickyTtlMs)
+    ) {
+      this.local.refresh(sessionId, sharedExpiresAtMs); // most recently used; the expiry Redis holds
+      return;
+    }
     this.local.refresh(sessionId, expiresAtMs);
     if (typeof backendId !== "string") return;
     this.send({ kind: "write", sessionId, backendId, expiresAtMs, atMs: this.options.nowMs() }, false);

@@ -95,6 +95,13 @@ export class StickyTable implements BindingStore {
     return this.backendIds[backend];
   }
 
+  /** When the session's binding expires (or expired), if it has one that is not broken. */
+  expiryOf(sessionId: string): number | undefined {
+    const record = this.find(sessionId);
+    if (record === NONE || this.words[record * RECORD_WORDS + BACKEND] === TOMBSTONE) return undefined;
+    return this.expiries[expiryIndex(record)];
+  }
+
   bind(sessionId: string, placement: Hash64, backendId: string, expiresAtMs: number, nowMs: number): void {
     const backend = this.backendIndexOf(backendId);
     let record = this.find(sessionId);

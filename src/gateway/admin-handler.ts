@@ -66,7 +66,7 @@ export async function handleAdmin(
   if (parts.length === 3 && parts[1] === "sessions") {
     requireMethod(method, "GET");
     const sessionId = parts[2]!;
-    await rt.sharedBindings?.prepare(sessionId); // the binding as every replica sees it
+    await rt.sharedBindings?.peek(sessionId); // the binding as every replica sees it (not refreshed)
     const bound = rt.scheduler.boundBackend(sessionId);
     if (bound === undefined)
       throw new GatewayError("session_not_found", `session '${sessionId}' has no live binding`);

@@ -2,12 +2,13 @@
 // -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
-import { admit, reserveBudget, settle } from "./admit.js";
+import { admit, reserveBudget, settle, type BudgetHold } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
 import type { RequestContext } from "./request-context.js";
 import { continuedConversation, rememberResponse } from "./response-chain.js";
+import type { TierSource } from "../routing/tier-router.js";
 import { routeTier } from "./route-tier.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { UpstreamBodies } from "./upstream-body.js";
@@ -45,24 +46,39 @@ export async function handleCompletion(
   const sessionId = conversation.sessionKey;
   ctx.sessionId = sessionId;
   const client = { ...admission.client, sessionId };
-  // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
-  if (rt.sharedBindings !== undefined && sessionId !== undefined && rt.scheduler.affinityEnabled) {
-    await rt.sharedBindings.prepare(sessionId);
-  }
-  let { tier, source: tierSource } = routeTier(client, request, rt.registry, rt.scheduler, settings.tiers);
-  if (conversation.owner !== undefined) {
-    tier = conversation.owner.tier;
-  } else if (tierSource === "auto_default" && rt.classifier !== undefined) {
-    // The rules left it open: the classifier may say otherwise (bounded by its timeout, never failing).
-    const verdict = await rt.classifier.classify(lastTurnText(request), tier);
-    if (verdict.outcome === "answered" || verdict.outcome === "cached") {
-      tier = verdict.tier;
-      tierSource = "classifier";
+  // The budget hold starts now so that, with both stores in Redis, its round trip runs alongside the binding
+  // lookup's instead of after it. A handler is attached at once (a refusal is awaited, and thrown, below).
+  const holding = reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
+  void holding.catch(() => undefined);
+  let tier: string;
+  let tierSource: TierSource;
+  let hold: BudgetHold | undefined;
+  try {
+    // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
+    if (rt.sharedBindings !== undefined && sessionId !== undefined && rt.scheduler.affinityEnabled) {
+      await rt.sharedBindings.prepare(sessionId);
     }
+    ({ tier, source: tierSource } = routeTier(client, request, rt.registry, rt.scheduler, settings.tiers));
+    if (conversation.owner !== undefined) {
+      tier = conversation.owner.tier;
+    } else if (tierSource === "auto_default" && rt.classifier !== undefined) {
+      // The rules left it open: the classifier may say otherwise (bounded by its timeout, never failing).
+      const verdict = await rt.classifier.classify(lastTurnText(request), tier);
+      if (verdict.outcome === "answered" || verdict.outcome === "cached") {
+        tier = verdict.tier;
+        tierSource = "classifier";
+      }
+    }
+    ctx.tier = tier;
+    hold = await holding;
+  } catch (err) {
+    // Routing failed: its error is the answer (as when the hold came after routing); a granted hold is freed.
+    void holding.then(
+      (granted) => settle(admission, rt.budgets, granted, undefined, rt.clock.nowMs()),
+      () => undefined,
+    );
+    throw err;
   }
-  ctx.tier = tier;
-
-  const hold = await reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
   let usage: TokenUsage | undefined;
   try {
     const result = await runAttemptLoop(

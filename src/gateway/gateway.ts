@@ -248,6 +248,7 @@ export class Gateway {
         recorder: metrics,
         tierOf: (backendId) => registry.get(backendId)?.tier,
         nowMs: () => clock.nowMs(),
+        stickyTtlMs: config.affinity.sticky_ttl_seconds * 1000,
       });
     }
     const schedulerStore: BindingStore = sharedBindings ?? store;

@@ -1,4 +1,5 @@
 // One contract every budget store passes (memory and redis), plus the redis store's failing open.
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BudgetStore } from "../../src/admission/budget-store.js";
 import { RedisBudgetStore } from "../../src/admission/redis-budget-store.js";
@@ -178,6 +179,33 @@ describe.skipIf(redisTool.skip)("redis budget store fails open", () => {
     expect(a!.pendingCharges).toBe(0);
   }, 30_000);
 });
+
+describe.skipIf(redisTool.skip)("redis budget store hot path", () => {
+  it("settles a request in one command, the hold leaving the bucket it was counted in", async () => {
+    const [a] = await redisReplicas(1);
+    const hold = await a!.reserve("one", 700, 1, 0, false); // counted in the first bucket, [0, 5 min)
+    if (!hold.allowed) throw new Error("refused");
+    const stats = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await redisInfo())?.[1] ?? 0);
+    const before = await stats();
+    a!.settle(hold.reservation, 100, 6 * MINUTE_MS); // used 100, counted in the second bucket
+    await a!.flush();
+    expect((await stats()) - before).toBe(1);
+    expect(await a!.usage("one", 6 * MINUTE_MS)).toBe(100);
+    // The first bucket leaves the window at 60 min: the hold and its release leave together.
+    expect(await a!.usage("one", 61 * MINUTE_MS)).toBe(100);
+    expect(await a!.usage("one", 66 * MINUTE_MS)).toBe(0);
+  });
+});
+
+/** INFO commandstats of the test's redis-server, through a connection of its own. */
+async function redisInfo(): Promise<string> {
+  const client = new Redis(redis!.url);
+  try {
+    return await client.info("commandstats");
+  } finally {
+    client.disconnect();
+  }
+}
 
 async function waitUntil(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

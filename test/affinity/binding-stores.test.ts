@@ -99,6 +99,7 @@ function redisFleet(n: number): Fleet {
       recorder,
       tierOf: () => TIER,
       nowMs: () => clock.nowMs(),
+      stickyTtlMs: TTL_SECONDS * 1000,
     });
     const scheduler = new AffinityScheduler({
       store: shared,
@@ -328,4 +329,64 @@ describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
     expect(a.shared!.pendingWrites).toBe(0);
     expect(await turn(a, session)).toMatchObject({ affinityHit: true, backend: { id: newer } });
   }, 30_000);
+});
+
+describe.skipIf(redisTool.skip)("redis binding store hot path", () => {
+  /** EVALSHA calls redis-server has run so far (INFO commandstats): every store operation is one script. */
+  async function scriptCalls(link: RedisLink): Promise<number> {
+    const stats = await link.client.info("commandstats");
+    return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+  }
+
+  it("serves a hit with one command: the lookup slides the TTL, the refresh is not written again", async () => {
+    const fleet = redisFleet(2);
+    await connected(fleet);
+    const [a, b] = fleet.replicas as [Replica, Replica];
+    const first = (await turn(a, "s-one-command"))!.backend.id;
+    fleet.clock.advance(6_000);
+    const before = await scriptCalls(b.link!);
+    expect(await turn(b, "s-one-command")).toMatchObject({ affinityHit: true, backend: { id: first } });
+    expect((await scriptCalls(b.link!)) - before).toBe(1);
+    // ...and that one command did slide it: alive at 15 s only because of b's turn at 6 s.
+    fleet.clock.advance(9_000);
+    expect(await turn(a, "s-one-command")).toMatchObject({ affinityHit: true, backend: { id: first } });
+  });
+
+  it("still writes the refresh of a turn routed long after its lookup", async () => {
+    const fleet = redisFleet(2);
+    await connected(fleet);
+    const [a, b] = fleet.replicas as [Replica, Replica];
+    const first = (await turn(a, "s-slow-route"))!.backend.id;
+    fleet.clock.advance(5_000);
+    await b.prepare("s-slow-route"); // slides it until 15 s
+    fleet.clock.advance(2_000); // something slow (the classifier) ran between lookup and selection
+    expect(b.scheduler.selectBackend("s-slow-route", TIER, b.backends)!.affinityHit).toBe(true);
+    await b.flush();
+    fleet.clock.advance(8_500); // 15.5 s: alive only by the refresh at 7 s
+    expect(await turn(a, "s-slow-route")).toMatchObject({ affinityHit: true, backend: { id: first } });
+  });
+
+  it("lets the admin view read a binding without refreshing it", async () => {
+    const fleet = redisFleet(2);
+    await connected(fleet);
+    const [a, b] = fleet.replicas as [Replica, Replica];
+    await turn(a, "s-peek");
+    fleet.clock.advance(6_000);
+    await b.shared!.peek("s-peek");
+    expect(b.scheduler.boundBackend("s-peek")).toBeDefined();
+    fleet.clock.advance(4_001); // 10 s after the only turn
+    expect(await turn(b, "s-peek")).toMatchObject({ affinityHit: false, reason: "rebind_expired" });
+  });
+
+  it("lets Redis collect a binding a TTL after it lapses (its key's PX is relative)", async () => {
+    const fleet = redisFleet(1);
+    await connected(fleet);
+    const [a] = fleet.replicas as [Replica];
+    await turn(a, "s-collected"); // bound until 10 s from now, readable as lapsed for 10 s more
+    const client = a.link!.client;
+    const [key] = await client.keys("*b:s-collected");
+    const pttlMs = await client.pttl(key!);
+    expect(pttlMs).toBeGreaterThan(0);
+    expect(pttlMs).toBeLessThanOrEqual(2 * TTL_SECONDS * 1000);
+  });
 });

@@ -241,4 +241,36 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
     expect(tokens).toBeGreaterThanOrEqual(200);
     expect(tokens - 200).toBeLessThan(tokens / served + 1);
   }, 60_000);
+
+  it("sends the budget reservation alongside the binding lookup, not after its answer", async () => {
+    const budgetStore = {
+      kind: "redis",
+      url: redis!.url,
+      timeout_ms: 200,
+      key_prefix: `ovl${prefixCounter++}:`,
+    };
+    const f = await startReplicas(ENGINES, 1, { ...overrides("redis"), admission: { store: budgetStore } });
+    fleet = f;
+    const runtime = f.replicas[0]!.runtime;
+    // Both stores are real; the wrappers only note when each call starts and ends.
+    const events: string[] = [];
+    const shared = runtime.sharedBindings!;
+    const prepare = shared.prepare.bind(shared);
+    shared.prepare = async (sessionId) => {
+      await prepare(sessionId);
+      events.push("lookup answered");
+    };
+    const budgets = runtime.budgets;
+    const reserve = budgets.reserve.bind(budgets);
+    budgets.reserve = (...args) => {
+      events.push("reservation sent");
+      return reserve(...args);
+    };
+    const response = await chat(f.replicas[0]!.url, {
+      session: "overlap",
+      headers: { "x-agent-id": "overlap-agent" },
+    });
+    expect(response.status).toBe(200);
+    expect(events).toEqual(["reservation sent", "lookup answered"]);
+  }, 60_000);
 });
