@@ -32,5 +32,7 @@ export interface BudgetStore {
   configure(settings: BudgetSettings): void;
   /** Resolves when every settle() issued so far has landed (or failed open). */
   flush(): Promise<void>;
+  /** Resolves true once the store answers (at once for memory), false after `timeoutMs`. */
+  connected(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
 }

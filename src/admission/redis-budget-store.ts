@@ -218,7 +218,6 @@ export class RedisBudgetStore implements BudgetStore {
     return this.link.flush();
   }
 
-  /** Waits (at most `timeoutMs`) for the first connection. */
   connected(timeoutMs: number): Promise<boolean> {
     return this.link.connected(timeoutMs);
   }

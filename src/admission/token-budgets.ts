@@ -222,6 +222,10 @@ export class TokenBudgets implements BudgetStore {
     return Promise.resolve();
   }
 
+  connected(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
   close(): Promise<void> {
     return Promise.resolve();
   }

@@ -66,10 +66,11 @@ const SHUTDOWN_FLUSH_MS = 500;
 /** Expired bindings are reclaimed in the background too, so an idle gateway's table shrinks. */
 const SWEEP_INTERVAL_MS = 1000;
 /**
- * How long a replica with a shared binding store waits for it before it listens. A replica that took traffic
- * before its connection was ready would place those sessions by rendezvous alone, so after a rolling restart
- * it would route them differently from the other replicas. Redis down at startup delays the start by this
- * much, never longer: then the replica starts deciding locally (fail open) and reconnects by itself.
+ * How long a replica with shared stores waits for them before it listens. A replica that took traffic before
+ * its connections were ready would place those sessions by rendezvous alone (so after a rolling restart it
+ * would route them differently from the other replicas) and admit agents on its local budgets alone. Redis
+ * down at startup delays the start by this much, never longer: then the replica starts deciding locally
+ * (fail open) and reconnects by itself.
  */
 const SHARED_STORE_STARTUP_WAIT_MS = 3000;
 const SWEEP_BATCH = 10_000;
@@ -381,20 +382,29 @@ export class Gateway {
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
     const gateway = new Gateway(config, options);
     await gateway.discovery.start();
-    await gateway.waitForSharedBindings();
+    await gateway.waitForSharedStores();
     await gateway.listen(options.listen ?? { host: config.server.host, port: config.server.port });
     gateway.health.start();
     gateway.loadPoller.start();
     return gateway;
   }
 
-  private async waitForSharedBindings(): Promise<void> {
-    const shared = this.runtime.sharedBindings;
-    if (shared === undefined || (await shared.connected(SHARED_STORE_STARTUP_WAIT_MS))) return;
-    this.runtime.logger.warn(
-      { store: "bindings", waitedMs: SHARED_STORE_STARTUP_WAIT_MS },
-      "redis store not reachable at startup: deciding locally until it is back",
-    );
+  private async waitForSharedStores(): Promise<void> {
+    const { sharedBindings, budgets, logger } = this.runtime;
+    const [bindingsUp, budgetsUp] = await Promise.all([
+      sharedBindings?.connected(SHARED_STORE_STARTUP_WAIT_MS) ?? true,
+      budgets.connected(SHARED_STORE_STARTUP_WAIT_MS),
+    ]);
+    for (const [store, up] of [
+      ["bindings", bindingsUp],
+      ["budgets", budgetsUp],
+    ] as const) {
+      if (!up)
+        logger.warn(
+          { store, waitedMs: SHARED_STORE_STARTUP_WAIT_MS },
+          "redis store not reachable at startup: deciding locally until it is back",
+        );
+    }
   }
 
   /** http://host:port of the listening server (loopback form for wildcard hosts). */

@@ -157,6 +157,33 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
     expect(metricValue(await scrape(f.url(1)), "agentserve_binding_store_errors_total")).toBe(0);
   }, 30_000);
 
+  it("a replica starting with a redis budget store admits on the shared budget from its first request", async () => {
+    const budgetStore = {
+      kind: "redis",
+      url: redis!.url,
+      timeout_ms: 200,
+      key_prefix: `start${prefixCounter++}:`,
+    };
+    // Bindings in memory: only the budget store's connection decides when the fresh replica may listen.
+    const f: ReplicaFleet = await startReplicas(ENGINES, 2, {
+      ...overrides("memory"),
+      admission: { default_token_budget: 100, store: budgetStore },
+    });
+    fleet = f;
+    const ask = (replica: number) =>
+      chat(f.replicas[replica]!.url, { maxTokens: 8, headers: { "x-agent-id": "spent-agent" } });
+    let refused = false;
+    for (let i = 0; i < 40 && !refused; i++) {
+      const response = await ask(0);
+      refused = response.status === 429;
+      await f.replicas[0]!.runtime.budgets.flush();
+    }
+    expect(refused).toBe(true);
+    // A fresh replica (a rolling restart) knows the agent's budget is spent from its very first request.
+    await f.restart(1);
+    expect((await ask(1)).status).toBe(429);
+  }, 30_000);
+
   it("serves every request while redis-server is killed, and is consistent again soon after its restart", async () => {
     const f: ReplicaFleet = await startReplicas(ENGINES, 3, overrides("redis"));
     fleet = f;
