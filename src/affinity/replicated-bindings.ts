@@ -157,7 +157,7 @@ export class ReplicatedBindings implements BindingStore {
    * already slid by the lookup); a refresh that would move it by no more than the tolerance (either way)
    * is not written (nor applied locally, so the local table never runs ahead of what was sent), which
    * makes the hit path cost the lookup alone. Otherwise (the turn was routed long after its lookup) and whenever Redis is
-   * away (its copy may be lost: a restarted Redis is empty) the refresh is written back as any other
+   * away (its copy may be lost: a restarted Redis is empty) the refresh is written back like every other
    * decision, queued for replay if need be.
    */
   refresh(sessionId: string, expiresAtMs: number): void {
