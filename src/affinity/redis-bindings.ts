@@ -7,6 +7,10 @@ import { LuaScript, UNAVAILABLE, type RedisLink, type Unavailable } from "../sto
  *                        expiresAtMs + graceMs, so a lapsed binding can still be told from one never made.
  *   P e:<backend>        hash {n: the backend's epoch, t: when it last broke (ms)}; absent = epoch 0.
  *   P s:<backend>:<n>    sorted set of the sessions bound to the backend at epoch n, scored by expiry.
+ *   P inv                the pub/sub channel on which every change of routing is announced: "s<session>"
+ *                        when a write moves a session (not when it only refreshes it) or a break breaks it,
+ *                        "b<backend>" when a backend's bindings all break. Replicas that cache confirmed
+ *                        bindings (ReplicatedBindings) drop them on these.
  * "Break every binding of backend X" is one script: count the live members of X's current set, drop the
  * set (UNLINK frees it off the main thread), bump X's epoch. A binding written at an older epoch reads as
  * broken from then on, so nothing is walked: O(1) however many bindings X held (besides trimming members
@@ -83,6 +87,7 @@ local members = prefix .. 's:' .. ARGV[2] .. ':' .. epoch
 redis.call('ZADD', members, ARGV[3], ARGV[6])
 redis.call('PEXPIRE', members, ARGV[4], 'GT')
 redis.call('PEXPIRE', members, ARGV[4], 'NX')
+if oldBackend ~= ARGV[2] or oldEpoch ~= epoch then redis.call('PUBLISH', prefix .. 'inv', 's' .. ARGV[6]) end
 return 1
 `,
   1,
@@ -102,6 +107,7 @@ if backend ~= ARGV[2] or epoch ~= epochOf(ARGV[3], backend) then return 0 end
 if expires <= at or written > at then return 0 end
 redis.call('SET', KEYS[1], '|' .. epoch .. '|' .. rawExpires .. '|' .. ARGV[1], 'KEEPTTL')
 redis.call('ZREM', ARGV[3] .. 's:' .. backend .. ':' .. epoch, ARGV[4])
+redis.call('PUBLISH', ARGV[3] .. 'inv', 's' .. ARGV[4])
 return 1
 `,
   1,
@@ -116,6 +122,7 @@ redis.call('ZREMRANGEBYSCORE', members, '-inf', ARGV[1])
 local count = redis.call('ZCARD', members)
 redis.call('UNLINK', members)
 redis.call('HSET', KEYS[1], 'n', n + 1, 't', ARGV[1])
+redis.call('PUBLISH', ARGV[2] .. 'inv', 'b' .. ARGV[3])
 return count
 `,
   1,
@@ -142,6 +149,11 @@ export class RedisBindings {
      */
     private ttlMs: number,
   ) {}
+
+  /** The channel the scripts announce routing changes on (see the key layout above). */
+  get invalidationChannel(): string {
+    return this.prefix + "inv";
+  }
 
   setTtlMs(ttlMs: number): void {
     this.ttlMs = ttlMs;

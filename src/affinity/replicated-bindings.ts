@@ -10,9 +10,16 @@
 // away nothing waits for it: the local table and rendezvous decide, writes queue and are replayed when it
 // answers again. Broken bindings are counted here, not by the scheduler: by the replica whose script
 // actually broke them, so the sum over replicas counts each once.
+//
+// With an invalidation subscription, a session whose lookup found it live is remembered as confirmed, and
+// its next turns skip the lookup (no awaited round trip on a hit) until a script announces a change of its
+// routing (a move or a break, by any replica), its backend's bindings break, the local binding lapses, or
+// the subscription or the link drops (messages may have been missed: every confirmation goes). A lookup
+// that was in flight while any invalidation arrived confirms nothing (its answer may predate the change).
 import type { BindingLookup, BindingStore } from "./binding-store.js";
 import type { Hash64 } from "./hash.js";
 import { UNAVAILABLE } from "../store/redis-link.js";
+import type { RedisSubscription } from "../store/redis-subscription.js";
 import type { RedisBindings } from "./redis-bindings.js";
 import { hashSession } from "./rendezvous.js";
 import type { StickyTable } from "./sticky-table.js";
@@ -40,6 +47,9 @@ export interface ReplicatedBindingsOptions {
   stickyTtlMs: number;
 }
 
+/** Confirmed sessions remembered at most; past it they are all forgotten (each then costs one lookup). */
+const MAX_CONFIRMED = 100_000;
+
 /**
  * A refresh is not written when it would extend the shared expiry by at most this much: a second, or a
  * hundredth of the TTL when that is shorter. So the shared TTL of a turn runs from its lookup, not its
@@ -57,12 +67,51 @@ export class ReplicatedBindings implements BindingStore {
   private readonly remote: RedisBindings;
   private pending: PendingWrite[] = [];
   private stickyTtlMs: number;
+  /** Sessions whose local binding matched Redis's at a lookup, with no invalidation since. */
+  private readonly confirmed = new Set<string>();
+  /** Bumped by every invalidation and loss: a lookup that saw it change while in flight confirms nothing. */
+  private generation = 0;
+  private subscription: RedisSubscription | undefined;
 
   constructor(private readonly options: ReplicatedBindingsOptions) {
     this.local = options.local;
     this.remote = options.remote;
     this.stickyTtlMs = options.stickyTtlMs;
-    this.remote.link.onReady(() => this.replay());
+    this.remote.link.onReady(() => {
+      this.forgetConfirmed();
+      this.replay();
+    });
+  }
+
+  /**
+   * Trusts confirmed bindings while `subscription` is live. Its messages must be handed to invalidate(), and
+   * its losses to forgetConfirmed().
+   */
+  useInvalidations(subscription: RedisSubscription): void {
+    this.subscription = subscription;
+  }
+
+  /** A message of the invalidation channel: "s<session>" or "b<backend>" (see redis-bindings.ts). */
+  invalidate(message: string): void {
+    if (message.startsWith("s")) this.confirmed.delete(message.slice(1));
+    else if (message.startsWith("b")) this.confirmed.clear();
+    else return; // not an invalidation
+    this.generation++;
+  }
+
+  /** Messages may have been missed (the subscription or the link dropped): nothing confirmed holds. */
+  forgetConfirmed(): void {
+    this.generation++;
+    this.confirmed.clear();
+  }
+
+  /** Sessions whose next turn would skip the lookup. */
+  get confirmedCount(): number {
+    return this.confirmed.size;
+  }
+
+  private get trustsConfirmed(): boolean {
+    return this.subscription?.live === true && this.remote.link.up;
   }
 
   /** True while the shared store answers (the binding_store_up gauge). */
@@ -90,6 +139,13 @@ export class ReplicatedBindings implements BindingStore {
 
   private async load(sessionId: string, refresh: boolean): Promise<void> {
     const nowMs = this.options.nowMs();
+    if (refresh && this.confirmed.has(sessionId)) {
+      // Nothing changed its routing since it was confirmed: the local binding is Redis's, and the TTL
+      // slides by the scheduler's refresh (written when it moves the expiry past the tolerance).
+      if (this.trustsConfirmed && typeof this.local.get(sessionId, nowMs) === "string") return;
+      this.confirmed.delete(sessionId);
+    }
+    const generation = this.generation;
     const remote = await this.remote.lookup(sessionId, nowMs, refresh);
     if (remote === UNAVAILABLE) return;
     switch (remote.state) {
@@ -99,6 +155,10 @@ export class ReplicatedBindings implements BindingStore {
       case "live":
       case "expired":
         this.local.bind(sessionId, hashSession(sessionId), remote.backendId, remote.expiresAtMs, nowMs);
+        if (remote.state === "live" && generation === this.generation && this.trustsConfirmed) {
+          if (this.confirmed.size >= MAX_CONFIRMED) this.confirmed.clear();
+          this.confirmed.add(sessionId);
+        }
         return;
       case "broken": {
         if (remote.backendId === "") {
@@ -132,7 +192,7 @@ export class ReplicatedBindings implements BindingStore {
   }
 
   async close(): Promise<void> {
-    await this.remote.link.close();
+    await Promise.all([this.remote.link.close(), this.subscription?.close()]);
   }
 
   get size(): number {
@@ -148,6 +208,7 @@ export class ReplicatedBindings implements BindingStore {
   }
 
   bind(sessionId: string, placement: Hash64, backendId: string, expiresAtMs: number, nowMs: number): void {
+    this.confirmed.delete(sessionId);
     this.local.bind(sessionId, placement, backendId, expiresAtMs, nowMs);
     this.send({ kind: "write", sessionId, backendId, expiresAtMs, atMs: nowMs }, false);
   }
@@ -178,16 +239,19 @@ export class ReplicatedBindings implements BindingStore {
   }
 
   delete(sessionId: string): void {
+    this.confirmed.delete(sessionId);
     this.local.delete(sessionId);
   }
 
   breakBinding(sessionId: string, backendId: string, nowMs: number): boolean {
+    this.confirmed.delete(sessionId);
     const broke = this.local.breakBinding(sessionId, backendId, nowMs);
     if (broke) this.send({ kind: "break", sessionId, backendId, atMs: nowMs }, false);
     return broke;
   }
 
   breakBackend(backendId: string, nowMs: number): number {
+    this.forgetConfirmed();
     const broken = this.local.breakBackend(backendId, nowMs);
     this.send({ kind: "breakBackend", backendId, atMs: nowMs }, false, broken);
     return broken;
@@ -208,6 +272,7 @@ export class ReplicatedBindings implements BindingStore {
   }
 
   clear(): void {
+    this.forgetConfirmed();
     this.local.clear();
   }
 

@@ -10,6 +10,7 @@ import { AffinityScheduler } from "../affinity/scheduler.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { BINDING_SCRIPTS, RedisBindings } from "../affinity/redis-bindings.js";
 import { ReplicatedBindings } from "../affinity/replicated-bindings.js";
+import { RedisSubscription } from "../store/redis-subscription.js";
 import type { BindingStore } from "../affinity/binding-store.js";
 import { BackendSlots } from "../admission/backend-slots.js";
 import type { BudgetStore } from "../admission/budget-store.js";
@@ -243,14 +244,28 @@ export class Gateway {
         logger,
         health: metrics.bindingStore,
       });
+      const remote = new RedisBindings(
+        link,
+        storeConfig.key_prefix,
+        config.affinity.sticky_ttl_seconds * 1000,
+      );
       sharedBindings = new ReplicatedBindings({
         local: store,
-        remote: new RedisBindings(link, storeConfig.key_prefix, config.affinity.sticky_ttl_seconds * 1000),
+        remote,
         recorder: metrics,
         tierOf: (backendId) => registry.get(backendId)?.tier,
         nowMs: () => clock.nowMs(),
         stickyTtlMs: config.affinity.sticky_ttl_seconds * 1000,
       });
+      const replicated = sharedBindings;
+      replicated.useInvalidations(
+        new RedisSubscription(
+          storeConfig.url,
+          remote.invalidationChannel,
+          (message) => replicated.invalidate(message),
+          () => replicated.forgetConfirmed(),
+        ),
+      );
     }
     const schedulerStore: BindingStore = sharedBindings ?? store;
     const scheduler = new AffinityScheduler({

@@ -9,6 +9,7 @@ import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
 import { RedisLink } from "../../src/store/redis-link.js";
+import { RedisSubscription } from "../../src/store/redis-subscription.js";
 import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
 import { candidates, CountingRecorder, type TestCandidate } from "./helpers.js";
 
@@ -26,6 +27,7 @@ interface Replica {
   flush(): Promise<void>;
   shared: ReplicatedBindings | undefined;
   link: RedisLink | undefined;
+  subscription?: RedisSubscription;
 }
 
 interface Fleet {
@@ -45,6 +47,8 @@ let redis: RedisServer | undefined;
 const redisTool = redisAvailable();
 let prefixCounter = 0;
 const links: RedisLink[] = [];
+const subscriptions: RedisSubscription[] = [];
+let markerCounter = 0;
 let hashKeySeed = 1;
 
 function makeBackends(): TestCandidate[] {
@@ -78,10 +82,31 @@ function memoryFleet(n: number): Fleet {
   return { replicas, clock, recorder };
 }
 
-function redisFleet(n: number): Fleet {
+/**
+ * With `invalidations`, every replica trusts the bindings it confirmed until the channel says otherwise (the
+ * gateway's setting). Its flush() then also waits until every replica has read everything announced so far:
+ * a marker published after the writes reaches each subscriber after their announcements.
+ */
+function redisFleet(n: number, invalidations = false): Fleet {
   const clock = new ManualClock(1_000_000);
   const recorder = new CountingRecorder();
   const prefix = `c${prefixCounter++}:`;
+  const markerWaits = new Map<string, (() => void)[]>();
+  const all: Replica[] = [];
+  const barrier = async (link: RedisLink): Promise<void> => {
+    const marker = `m${markerCounter++}`;
+    const seen = all.map(
+      () =>
+        new Promise<void>((resolve) => {
+          const waits = markerWaits.get(marker) ?? [];
+          waits.push(resolve);
+          markerWaits.set(marker, waits);
+        }),
+    );
+    await link.client.publish(`${prefix}inv`, marker);
+    await Promise.all(seen);
+    markerWaits.delete(marker);
+  };
   const replicas = Array.from({ length: n }, (): Replica => {
     const backends = makeBackends();
     const link = new RedisLink({
@@ -116,21 +141,42 @@ function redisFleet(n: number): Fleet {
       loadFactor: 0,
       sessionless: "balancer",
     });
-    return {
+    let subscription: RedisSubscription | undefined;
+    if (invalidations) {
+      subscription = new RedisSubscription(
+        redis!.url,
+        `${prefix}inv`,
+        (message) => {
+          shared.invalidate(message);
+          for (const resolve of markerWaits.get(message)?.splice(0, 1) ?? []) resolve();
+        },
+        () => shared.forgetConfirmed(),
+      );
+      subscriptions.push(subscription);
+      shared.useInvalidations(subscription);
+    }
+    const replica: Replica = {
       scheduler,
       backends,
       prepare: (sessionId) => shared.prepare(sessionId),
-      flush: () => shared.flush(),
+      flush: async () => {
+        await shared.flush();
+        if (invalidations) await barrier(link);
+      },
       shared,
       link,
+      subscription,
     };
+    all.push(replica);
+    return replica;
   });
   return { replicas, clock, recorder };
 }
 
 const kinds: StoreKind[] = [
   { name: "memory", skip: false, fleet: memoryFleet },
-  { name: "redis", skip: redisTool.skip, fleet: redisFleet },
+  { name: "redis", skip: redisTool.skip, fleet: (n) => redisFleet(n) },
+  { name: "redis, confirmed bindings cached", skip: redisTool.skip, fleet: (n) => redisFleet(n, true) },
 ];
 
 beforeAll(async () => {
@@ -138,6 +184,7 @@ beforeAll(async () => {
 }, 30_000);
 
 afterAll(async () => {
+  for (const subscription of subscriptions) await subscription.close();
   for (const link of links) await link.close();
   await redis?.stop();
 });
@@ -145,6 +192,7 @@ afterAll(async () => {
 async function connected(fleet: Fleet): Promise<void> {
   for (const replica of fleet.replicas) {
     if (replica.link !== undefined) expect(await replica.link.connected(10_000)).toBe(true);
+    await replica.subscription?.whenLive();
   }
 }
 
@@ -337,6 +385,50 @@ describe.skipIf(redisTool.skip)("redis binding store hot path", () => {
     const stats = await link.client.info("commandstats");
     return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0);
   }
+
+  it("with invalidations, a confirmed binding's turns cost no command until another replica moves it", async () => {
+    const fleet = redisFleet(2, true);
+    await connected(fleet);
+    const [a, b] = fleet.replicas as [Replica, Replica];
+    const session = "s-cached";
+    const pinned = (await turn(a, session))!.backend.id; // a bind: a's own write announces a change
+    await turn(a, session); // the lookup finds it live: confirmed
+    expect(a.shared!.confirmedCount).toBe(1);
+    const before = await scriptCalls(a.link!);
+    for (let i = 0; i < 3; i++) {
+      fleet.clock.advance(30); // 90 ms in all, within the refresh tolerance (TTL/100): nothing to write
+      expect(await turn(a, session)).toMatchObject({ affinityHit: true, backend: { id: pinned } });
+    }
+    expect((await scriptCalls(a.link!)) - before).toBe(0);
+    // b's attempt on the pinned engine fails: b breaks and moves the session; a hears it and follows.
+    await b.prepare(session);
+    b.scheduler.onAttemptFailed(session, TIER, pinned);
+    const moved = (await turn(b, session, new Set([pinned])))!.backend.id;
+    expect(moved).not.toBe(pinned);
+    expect(a.shared!.confirmedCount).toBe(0);
+    expect(await turn(a, session)).toMatchObject({ affinityHit: true, backend: { id: moved } });
+    expect(fleet.recorder.totals(TIER).broken).toBe(1);
+  });
+
+  it("with invalidations, a dropped subscription forgets every confirmation (messages may be lost)", async () => {
+    const fleet = redisFleet(1, true);
+    await connected(fleet);
+    const [a] = fleet.replicas as [Replica];
+    await turn(a, "s-dropped");
+    await turn(a, "s-dropped");
+    expect(a.shared!.confirmedCount).toBe(1);
+    const forgotten = new Promise<void>((resolve) => {
+      const poll = (): void => void (a.shared!.confirmedCount === 0 ? resolve() : setImmediate(poll));
+      poll();
+    });
+    await a.link!.client.client("KILL", "TYPE", "pubsub");
+    await forgotten;
+    await a.subscription!.whenLive(); // it subscribes again by itself
+    const before = await scriptCalls(a.link!);
+    await turn(a, "s-dropped");
+    expect((await scriptCalls(a.link!)) - before).toBe(1); // looked up again, and confirmed again
+    expect(a.shared!.confirmedCount).toBe(1);
+  });
 
   it("serves a hit with one command: the lookup slides the TTL, the refresh is not written again", async () => {
     const fleet = redisFleet(2);
