@@ -249,7 +249,7 @@ export class Gateway {
         storeConfig.key_prefix,
         config.affinity.sticky_ttl_seconds * 1000,
       );
-      sharedBindings = new ReplicatedBindings({
+      const replicated = new ReplicatedBindings({
         local: store,
         remote,
         recorder: metrics,
@@ -257,7 +257,7 @@ export class Gateway {
         nowMs: () => clock.nowMs(),
         stickyTtlMs: config.affinity.sticky_ttl_seconds * 1000,
       });
-      const replicated = sharedBindings;
+      sharedBindings = replicated;
       replicated.useInvalidations(
         new RedisSubscription(
           storeConfig.url,

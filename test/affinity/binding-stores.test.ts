@@ -93,7 +93,7 @@ function redisFleet(n: number, invalidations = false): Fleet {
   const prefix = `c${prefixCounter++}:`;
   const markerWaits = new Map<string, (() => void)[]>();
   const all: Replica[] = [];
-  const barrier = async (link: RedisLink): Promise<void> => {
+  const barrier = async (link: RedisLink, channel: string): Promise<void> => {
     const marker = `m${markerCounter++}`;
     const seen = all.map(
       () =>
@@ -103,7 +103,7 @@ function redisFleet(n: number, invalidations = false): Fleet {
           markerWaits.set(marker, waits);
         }),
     );
-    await link.client.publish(`${prefix}inv`, marker);
+    await link.client.publish(channel, marker);
     await Promise.all(seen);
     markerWaits.delete(marker);
   };
@@ -118,9 +118,10 @@ function redisFleet(n: number, invalidations = false): Fleet {
       health: { up: () => undefined, error: () => undefined },
     });
     links.push(link);
+    const remote = new RedisBindings(link, prefix, TTL_SECONDS * 1000);
     const shared = new ReplicatedBindings({
       local: new StickyTable(10_000, [hashKeySeed++, 7]),
-      remote: new RedisBindings(link, prefix, TTL_SECONDS * 1000),
+      remote,
       recorder,
       tierOf: () => TIER,
       nowMs: () => clock.nowMs(),
@@ -145,7 +146,7 @@ function redisFleet(n: number, invalidations = false): Fleet {
     if (invalidations) {
       subscription = new RedisSubscription(
         redis!.url,
-        `${prefix}inv`,
+        remote.invalidationChannel,
         (message) => {
           shared.invalidate(message);
           for (const resolve of markerWaits.get(message)?.splice(0, 1) ?? []) resolve();
@@ -161,7 +162,7 @@ function redisFleet(n: number, invalidations = false): Fleet {
       prepare: (sessionId) => shared.prepare(sessionId),
       flush: async () => {
         await shared.flush();
-        if (invalidations) await barrier(link);
+        if (invalidations) await barrier(link, remote.invalidationChannel);
       },
       shared,
       link,
