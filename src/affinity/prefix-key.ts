@@ -8,7 +8,8 @@ export const COMPLETION_PREFIX_CHARS = 1024;
 /** Token ids of a pre-tokenised /v1/completions prompt hashed. */
 export const COMPLETION_PREFIX_TOKENS = 256;
 
-// Separators no text can contain in that position: a role ends at \u0001, a message at \u0002, tools start at \u0003.
+// Separators: a role ends at \u0001, a message at \u0002, tools start at \u0003. Prompt text could contain them,
+// and then two different leading parts might hash alike: that only changes where a request is placed.
 const END_ROLE = "\u0001";
 const END_MESSAGE = "\u0002";
 const TOOLS = "\u0003";
@@ -24,6 +25,13 @@ function contentText(content: unknown): string {
   let text = "";
   for (const part of content) if (isRecord(part) && typeof part["text"] === "string") text += part["text"];
   return text;
+}
+
+/** A message's text, or a Responses item's without content (a function call's name and arguments). */
+function itemText(message: Record<string, unknown>): string {
+  if (message["content"] !== undefined) return contentText(message["content"]);
+  const parts = [message["name"], message["arguments"], message["output"]];
+  return parts.filter((part): part is string => typeof part === "string").join(END_ROLE);
 }
 
 /**
@@ -55,7 +63,9 @@ function leadingMessages(start: string, messages: unknown): string {
   if (!Array.isArray(messages)) return text.slice(0, CHAT_PREFIX_MAX_CHARS);
   for (const message of messages) {
     if (!isRecord(message) || message["role"] === "user") break;
-    text += String(message["role"]) + END_ROLE + contentText(message["content"]) + END_MESSAGE;
+    // A Responses input item without a role (function_call, reasoning, ...) is named by its type.
+    const name = message["role"] ?? message["type"];
+    text += (typeof name === "string" ? name : "") + END_ROLE + itemText(message) + END_MESSAGE;
     if (text.length >= CHAT_PREFIX_MAX_CHARS) break;
   }
   return text.slice(0, CHAT_PREFIX_MAX_CHARS);

@@ -238,7 +238,7 @@ export class AffinityScheduler {
    * The key's placement by `pipeline` (a bounded one: sessionPlacementPipeline for sessions,
    * boundedRendezvousPipeline for prefixes). When the exclusions leave no backend within the bound (the
    * bound always admits one up backend, but that one may have failed this request), the plain rendezvous
-   * winner among the rest (rendezvousPipeline's choice): a request is better served late than refused.
+   * winner among the rest: a request is better served late than refused.
    */
   private placeWithinBound<T extends SchedulingCandidate>(
     key: Hash64,

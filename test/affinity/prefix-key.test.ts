@@ -6,6 +6,7 @@ import {
   COMPLETION_PREFIX_CHARS,
   chatPrefixText,
   prefixKeyOf,
+  responsesPrefixText,
 } from "../../src/affinity/prefix-key.js";
 import { parseCompletionRequest } from "../../src/gateway/completion-request.js";
 
@@ -145,5 +146,23 @@ describe("prefixKeyOf", () => {
       }),
     ).not.toEqual(a);
     expect(prefixKeyOf("responses", { input: "just a question" })).toBeUndefined();
+  });
+
+  it("names a Responses item without a role by its type and reads a function call's name and arguments", () => {
+    const call = (name: string, args: string) => ({
+      instructions: "You are the triage agent.",
+      input: [
+        { type: "function_call", call_id: "c1", name, arguments: args },
+        { type: "function_call_output", call_id: "c1", output: "42" },
+        { role: "user", content: "and then?" },
+      ],
+    });
+    const text = responsesPrefixText(call("lookup", '{"id":1}'));
+    expect(text).toContain("function_call\u0001lookup");
+    expect(text).toContain("function_call_output\u000142");
+    expect(text).not.toContain("undefined");
+    expect(prefixKeyOf("responses", call("lookup", '{"id":2}'))).not.toEqual(
+      prefixKeyOf("responses", call("lookup", '{"id":1}')),
+    );
   });
 });

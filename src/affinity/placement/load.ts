@@ -17,14 +17,22 @@ export function hasFreeSlot(candidate: PlacementCandidate): boolean {
 }
 
 /**
+ * How far below an integer a quotient may land by rounding alone and still count as that integer: c and the
+ * weights are decimals, which binary floating point holds inexactly (1.1 x 10 is 11.000000000000002, whose
+ * ceiling would be 12). A handful of roundings err by about 1e-16 of the value; a true fraction of a bound
+ * built from config decimals and request counts is far larger than 1e-12 of it.
+ */
+const ROUNDING_SLACK = 1e-12;
+
+/**
  * The most load backend `candidate` may carry after taking one more request:
  * ceil(c * w_i / W * (L + 1)), with W and L the weight and load of the tier's up backends. With equal
- * weights that is ceil(c * mean load, this request included). Computed with one division at the end, so
- * integer inputs give the exact integer when the quotient is one.
+ * weights that is ceil(c * mean load, this request included).
  */
 export function loadBound(candidate: PlacementCandidate, state: PlacementState): number {
   if (state.tierWeight <= 0) return Infinity;
-  return Math.ceil((state.loadFactor * candidate.weight * (state.tierLoad + 1)) / state.tierWeight);
+  const share = (state.loadFactor * candidate.weight * (state.tierLoad + 1)) / state.tierWeight;
+  return Math.ceil(share - share * ROUNDING_SLACK);
 }
 
 /** Builds the state of one decision: sums load and weight over the tier's up backends. */

@@ -9,13 +9,6 @@ import type { Pipeline } from "./types.js";
 
 const byRendezvous = [{ scorer: rendezvousScorer, weight: 1 }] as const;
 
-/** Plain rendezvous: the key's winner among the eligible backends (today's placement; load_factor 0). */
-export const rendezvousPipeline: Pipeline = {
-  filters: [eligibleFilter],
-  scorers: byRendezvous,
-  picker: maxScorePicker,
-};
-
 /** Bounded-load rendezvous: the first backend of the key's ranking within the load bound (prefix placement). */
 export const boundedRendezvousPipeline: Pipeline = {
   filters: [eligibleFilter, boundedLoadFilter],

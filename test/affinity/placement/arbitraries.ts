@@ -38,7 +38,27 @@ export const candidatesArb = (options: { weighted?: boolean; allUp?: boolean } =
 
 export const keyArb: fc.Arbitrary<Hash64> = fc.string({ minLength: 1, maxLength: 40 }).map(hashString);
 
-export const loadFactorArb = fc.constantFrom(1, 1.1, 1.25, 1.5, 2, 3);
+/** Load factors in hundredths, so that the exact bound below can be computed in integers. */
+const LOAD_FACTOR_HUNDREDTHS = [100, 105, 110, 115, 125, 130, 150, 175, 200, 300] as const;
+export const loadFactorArb = fc.constantFrom(...LOAD_FACTOR_HUNDREDTHS.map((h) => h / 100));
+
+/**
+ * The issue's bound, ceil(c x w_i / W x (L + 1)), computed apart from the code under test: in integers, with c
+ * in hundredths and weights in halves (every value the generators make), so no rounding can hide an error.
+ */
+export function exactLoadBound(
+  chosen: TestCandidate,
+  list: readonly TestCandidate[],
+  loadFactor: number,
+): number {
+  const up = list.filter((x) => x.state === "up");
+  const halves = (weight: number) => Math.round(weight * 2);
+  const tierHalves = up.reduce((sum, x) => sum + halves(x.weight), 0);
+  const tierLoad = up.reduce((sum, x) => sum + x.inflight + x.queued, 0);
+  const numerator = Math.round(loadFactor * 100) * halves(chosen.weight) * (tierLoad + 1);
+  const denominator = 100 * tierHalves;
+  return Math.floor((numerator + denominator - 1) / denominator);
+}
 
 export function stateOf(
   key: Hash64,

@@ -2,10 +2,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { hashString } from "../../../src/affinity/hash.js";
-import { hasFreeSlot, loadBound, loadOf } from "../../../src/affinity/placement/load.js";
+import { hasFreeSlot, loadOf } from "../../../src/affinity/placement/load.js";
 import { rendezvousRanking } from "../../../src/affinity/rendezvous.js";
 import { candidate, candidates, harness, type TestCandidate } from "../helpers.js";
-import { candidatesArb, loadFactorArb, stateOf } from "./arbitraries.js";
+import { candidatesArb, exactLoadBound, loadFactorArb } from "./arbitraries.js";
 
 const sessionArb = fc.string({ minLength: 1, maxLength: 24 });
 
@@ -26,8 +26,7 @@ describe("bounded-load placement of new sessions", () => {
           expect(selection).toBeUndefined();
           return;
         }
-        const state = stateOf(hashString(session), list, c);
-        const within = (x: TestCandidate) => loadOf(x) + 1 <= loadBound(x, state);
+        const within = (x: TestCandidate) => loadOf(x) + 1 <= exactLoadBound(x, list, c);
         const chosen = selection!.backend;
         // Some up backend is always within the bound when nothing is excluded.
         expect(within(chosen)).toBe(true);
@@ -126,9 +125,8 @@ describe("spill, never move, for bound sessions", () => {
           });
           const spillsBefore = h.recorder.spills.get("t") ?? 0;
           const next = h.scheduler.selectBackend(session, "t", list)!;
-          const state = stateOf(hashString(session), list, c);
           const target = rankingOf(h, session, list).find(
-            (x) => hasFreeSlot(x) && loadOf(x) + 1 <= loadBound(x, state),
+            (x) => hasFreeSlot(x) && loadOf(x) + 1 <= exactLoadBound(x, list, c),
           );
           if (hasFreeSlot(pinned) || pinned.state === "down" || target === undefined) {
             if (pinned.state !== "down") {
@@ -242,8 +240,7 @@ describe("prefix placement of requests without a session id", () => {
           const h = harness({ loadFactor: c });
           const key = hashString(text);
           const selection = h.scheduler.selectBackend(undefined, "t", list, undefined, { prefixKey: key });
-          const state = stateOf(key, list, c);
-          const within = (x: TestCandidate) => loadOf(x) + 1 <= loadBound(x, state);
+          const within = (x: TestCandidate) => loadOf(x) + 1 <= exactLoadBound(x, list, c);
           const ranking = rendezvousRanking(key, list).filter((x) => x.state === "up");
           if (ranking.length === 0) {
             expect(selection).toBeUndefined();

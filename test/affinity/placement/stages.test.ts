@@ -16,7 +16,7 @@ import { sessionPlacementPipeline } from "../../../src/affinity/placement/pipeli
 import type { PlacementRequest, Pipeline, Scorer } from "../../../src/affinity/placement/types.js";
 import { rendezvousRanking } from "../../../src/affinity/rendezvous.js";
 import { candidate, candidates } from "../helpers.js";
-import { candidatesArb, keyArb, loadFactorArb, stateOf } from "./arbitraries.js";
+import { candidatesArb, exactLoadBound, keyArb, loadFactorArb, stateOf } from "./arbitraries.js";
 import { filterContract } from "./filter.case.js";
 import { scorerContract } from "./scorer.case.js";
 
@@ -51,7 +51,7 @@ describe("freeSlotScorer and sessionPlacementPipeline", () => {
       fc.property(candidatesArb({ weighted: true }), keyArb, loadFactorArb, (list, key, c) => {
         const state = stateOf(key, list, c);
         const within = rendezvousRanking(key, list).filter(
-          (x) => x.state === "up" && loadOf(x) + 1 <= loadBound(x, state),
+          (x) => x.state === "up" && loadOf(x) + 1 <= exactLoadBound(x, list, c),
         );
         const expected = within.find(hasFreeSlot) ?? within[0];
         expect(runPipeline(sessionPlacementPipeline, request(), state, list)?.id).toBe(expected?.id);
@@ -101,6 +101,27 @@ describe("boundedLoadFilter", () => {
     expect(boundedLoadFilter(request(), state, list).map((c) => c.id)).toEqual(["big", "small"]);
     list[0]!.inflight = 9;
     expect(boundedLoadFilter(request(), stateOf(KEY, list, 1), list).map((c) => c.id)).toEqual(["small"]);
+  });
+
+  it("is not loosened by binary rounding of c: five backends, L = 49, c = 1.1 give ceil(1.1 x 10) = 11", () => {
+    const list = ["a", "b", "c", "d", "e"].map((id, i) =>
+      candidate(id, { inflight: i === 0 ? 11 : 9 + (i % 2) }),
+    );
+    // 11 + 9 + 10 + 9 + 10 = 49; 1.1 x 50 / 5 is 11.000000000000002 in floating point.
+    const state = stateOf(KEY, list, 1.1);
+    expect(state.tierLoad).toBe(49);
+    expect(loadBound(list[0]!, state)).toBe(11);
+    expect(boundedLoadFilter(request(), state, list).map((c) => c.id)).not.toContain("a");
+  });
+
+  it("agrees with the bound computed in integers, for every load factor and weight the generators make", () => {
+    fc.assert(
+      fc.property(candidatesArb({ weighted: true }), keyArb, loadFactorArb, (list, key, c) => {
+        const state = stateOf(key, list, c);
+        for (const x of list) expect(loadBound(x, state)).toBe(exactLoadBound(x, list, c));
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it("always keeps some up backend when c >= 1 (so a walk of the ranking always ends)", () => {
