@@ -6,7 +6,6 @@ import type { Hash64 } from "./hash.js";
 import { hasFreeSlot, loadBound, loadOf, placementState } from "./placement/load.js";
 import { runPipeline } from "./placement/pipeline.js";
 import { boundedRendezvousPipeline, sessionPlacementPipeline, spillPipeline } from "./placement/pipelines.js";
-import type { Pipeline } from "./placement/types.js";
 import type { PlacementCandidate, PlacementRequest } from "./placement/types.js";
 import type { PlacementPolicy, PolicyReason } from "./policies/policy.js";
 import { hashSession, rendezvousRanking, rendezvousWinner } from "./rendezvous.js";
@@ -203,13 +202,7 @@ export class AffinityScheduler {
     const placement = hashSession(sessionId);
     const winner =
       this.loadFactor > 0
-        ? this.placeWithinBound(
-            placement,
-            { tier, sessionId, prefixKey: undefined, exclude },
-            candidates,
-            nowMs,
-            sessionPlacementPipeline,
-          )
+        ? this.placeSession(placement, { tier, sessionId, prefixKey: undefined, exclude }, candidates, nowMs)
         : rendezvousWinner(placement, candidates, (c) => c.state === "up" && !exclude.has(c.id));
     if (winner === undefined) return undefined;
     this.store.bind(sessionId, placement, winner.id, nowMs + this.ttlMs, nowMs);
@@ -217,48 +210,54 @@ export class AffinityScheduler {
     return { backend: winner, affinityHit: false, reason };
   }
 
-  /** A request without a session id: its prefix key's rendezvous ranking, within the bound; nothing is bound. */
+  /**
+   * A request without a session id, placed like a bound session's turn with its prefix key's rendezvous
+   * winner as its home (nothing is written): home while it can start the request now, else the first of the
+   * key's ranking that can and is within the bound, else (no free slot anywhere) the first within the bound.
+   * The home is where the template's prefix is cached; a request sent elsewhere while the home has a free
+   * slot would prefill the whole shared prompt again for no gain in waiting (docs/affinity.md).
+   */
   private placeByPrefix<T extends SchedulingCandidate>(
     prefixKey: Hash64,
     tier: string,
     candidates: readonly T[],
     exclude: ReadonlySet<string>,
   ): Selection<T> | undefined {
-    const request: PlacementRequest = { tier, sessionId: undefined, prefixKey, exclude };
-    const backend =
-      this.loadFactor > 0
-        ? this.placeWithinBound(prefixKey, request, candidates, this.clock.nowMs(), boundedRendezvousPipeline)
-        : rendezvousWinner(prefixKey, candidates, (c) => c.state === "up" && !exclude.has(c.id));
-    if (backend === undefined) return undefined;
+    const home = rendezvousWinner(prefixKey, candidates, (c) => c.state === "up" && !exclude.has(c.id));
+    if (home === undefined) return undefined;
+    let backend = home;
+    if (this.loadFactor > 0 && !hasFreeSlot(home)) {
+      const request: PlacementRequest = { tier, sessionId: undefined, prefixKey, exclude };
+      const state = this.stateFor(prefixKey, candidates, this.clock.nowMs());
+      backend =
+        runPipeline(spillPipeline, request, state, candidates) ??
+        runPipeline(boundedRendezvousPipeline, request, state, candidates) ??
+        home;
+    }
     this.recorder.miss(tier);
     return { backend, affinityHit: false, reason: "prefix" };
   }
 
   /**
-   * The key's placement by `pipeline` (a bounded one: sessionPlacementPipeline for sessions,
-   * boundedRendezvousPipeline for prefixes). When the exclusions leave no backend within the bound (the
-   * bound always admits one up backend, but that one may have failed this request), the plain rendezvous
-   * winner among the rest: a request is better served late than refused.
+   * A session's placement (sessionPlacementPipeline). When the exclusions leave no backend within the bound
+   * (the bound always admits one up backend, but that one may have failed this request), the plain
+   * rendezvous winner among the rest: a request is better served late than refused.
    */
-  private placeWithinBound<T extends SchedulingCandidate>(
+  private placeSession<T extends SchedulingCandidate>(
     key: Hash64,
     request: PlacementRequest,
     candidates: readonly T[],
     nowMs: number,
-    pipeline: Pipeline,
   ): T | undefined {
     const { exclude } = request;
     const winner = rendezvousWinner(key, candidates, (c) => c.state === "up" && !exclude.has(c.id));
     if (winner === undefined) return undefined;
     const state = this.stateFor(key, candidates, nowMs);
-    // The common case, without allocating: the key's winner is within its bound (and, for a session, can
-    // start the request now), so it is what either pipeline picks (its top score passes the filters).
-    // Otherwise the pipeline walks the ranking.
-    const fast =
-      loadOf(winner) + 1 <= loadBound(winner, state) &&
-      (pipeline !== sessionPlacementPipeline || hasFreeSlot(winner));
-    if (fast) return winner;
-    return runPipeline(pipeline, request, state, candidates) ?? winner;
+    // The common case, without allocating: the key's winner is within its bound and can start the request
+    // now, so it is what the pipeline picks (its top score passes the filters). Otherwise the pipeline walks
+    // the ranking.
+    if (hasFreeSlot(winner) && loadOf(winner) + 1 <= loadBound(winner, state)) return winner;
+    return runPipeline(sessionPlacementPipeline, request, state, candidates) ?? winner;
   }
 
   /** Where a bound session's request may spill: free now, within the bound, best of its ranking. */

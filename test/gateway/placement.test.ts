@@ -256,15 +256,18 @@ describe("placement on simulated engines", () => {
       const system = (t: number) =>
         `Template ${t}: you are agent kind #${t}. ${"Follow the house rules. ".repeat(120)}`;
       const results = new Map<number, Turn[]>();
+      // Each round's six requests are in flight together: with three templates' homes on one engine (as
+      // rendezvous may well hash them), that engine carries more than ceil(1.25 x the mean) while it
+      // still has free slots, which a placement by the bound alone would shed to a cold engine.
       for (let round = 0; round < 12; round++) {
-        for (let t = 0; t < 6; t++) {
-          const answer = await turn(cluster.url, {
-            system: system(t),
-            user: `request ${round} of ${t}`,
-            maxTokens: 4,
-          });
-          results.set(t, [...(results.get(t) ?? []), answer]);
-        }
+        // Sent in a different order each round, as independent agents would send them.
+        const order = [0, 1, 2, 3, 4, 5].map((i) => (i * 5 + round) % 6);
+        const answers = await Promise.all(
+          order.map((t) =>
+            turn(cluster.url, { system: system(t), user: `request ${round} of ${t}`, maxTokens: 4 }),
+          ),
+        );
+        answers.forEach((answer, i) => results.set(order[i]!, [...(results.get(order[i]!) ?? []), answer]));
       }
       return results;
     } finally {

@@ -9,7 +9,7 @@ import type { Pipeline } from "./types.js";
 
 const byRendezvous = [{ scorer: rendezvousScorer, weight: 1 }] as const;
 
-/** Bounded-load rendezvous: the first backend of the key's ranking within the load bound (prefix placement). */
+/** Bounded-load rendezvous: the first backend of the key's ranking within the load bound (a prefix request when no backend has a free slot). */
 export const boundedRendezvousPipeline: Pipeline = {
   filters: [eligibleFilter, boundedLoadFilter],
   scorers: byRendezvous,

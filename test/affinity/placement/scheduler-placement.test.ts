@@ -230,7 +230,8 @@ describe("spill, never move, for bound sessions", () => {
 describe("prefix placement of requests without a session id", () => {
   const prefixKey = hashString("system prompt of template A");
 
-  it("ranks by the prefix key within the bound, reason prefix, a miss, and binds nothing", () => {
+  it("goes home (the key's winner) while it has a free slot, else to the first free within the bound, else the first within it; reason prefix, binds nothing", () => {
+    const seen = { home: 0, spilled: 0, allFull: 0 };
     fc.assert(
       fc.property(
         candidatesArb({ weighted: true }),
@@ -246,27 +247,40 @@ describe("prefix placement of requests without a session id", () => {
             expect(selection).toBeUndefined();
             return;
           }
+          const home = ranking[0]!;
+          const freeWithin = ranking.find((x) => hasFreeSlot(x) && within(x));
+          const expected = hasFreeSlot(home) ? home : (freeWithin ?? ranking.find(within)!);
+          if (hasFreeSlot(home)) seen.home++;
+          else if (freeWithin !== undefined) seen.spilled++;
+          else seen.allFull++;
           expect(selection).toMatchObject({ reason: "prefix", affinityHit: false });
-          expect(selection!.backend.id).toBe(ranking.find(within)!.id);
+          expect(selection!.backend.id).toBe(expected.id);
           expect(h.store.size).toBe(0);
           expect(h.recorder.totals("t")).toEqual({ hits: 0, misses: 1, broken: 0 });
         },
       ),
+      { numRuns: 300 },
     );
+    // Control: every branch was taken.
+    expect(seen.home).toBeGreaterThan(20);
+    expect(seen.spilled).toBeGreaterThan(5);
+    expect(seen.allFull).toBeGreaterThan(5);
   });
 
-  it("sends every request of one template to one backend while it has room, and spreads a burst", () => {
+  it("keeps a template on its home while the home has a free slot, above the bound too; a full home spills", () => {
     const h = harness({ loadFactor: 1.25 });
-    const list = candidates(4);
+    const list = candidates(4).map((x) => Object.assign(x, { maxInflight: 8 }));
     const home = h.scheduler.selectBackend(undefined, "small", list, undefined, { prefixKey })!.backend;
     for (let i = 0; i < 20; i++)
       expect(h.scheduler.selectBackend(undefined, "small", list, undefined, { prefixKey })!.backend).toBe(
         home,
       );
-    home.inflight = 4; // L = 4, bound ceil(1.25 * 5 / 4) = 2
-    expect(h.scheduler.selectBackend(undefined, "small", list, undefined, { prefixKey })!.backend).not.toBe(
-      home,
-    );
+    // L = 6, bound ceil(1.25 * 7 / 4) = 3: the home is above it but can start the request now.
+    home.inflight = 6;
+    expect(h.scheduler.selectBackend(undefined, "small", list, undefined, { prefixKey })!.backend).toBe(home);
+    home.inflight = 8; // full: the request goes to the next of the key's ranking, free and within the bound
+    const next = rendezvousRanking(prefixKey, list)[1]!;
+    expect(h.scheduler.selectBackend(undefined, "small", list, undefined, { prefixKey })!.backend).toBe(next);
   });
 
   it("uses the balancer with sessionless: balancer, without a prefix key, and at sticky_ttl_seconds 0", () => {
