@@ -7,6 +7,7 @@ import type { GatewayConfig } from "../config/schema.js";
 import { Gateway } from "../gateway/gateway.js";
 import { startRealEngine, type RealEngineHandle } from "../engine/index.js";
 import { startSimEngine, type SimEngineHandle } from "../sim/index.js";
+import { sendChatTurn } from "./chat-client.js";
 
 /** Simulated vLLM engines, or real llama.cpp engines (`agent-serve engine`) serving the generated model. */
 export type EngineKind = "sim" | "real";
@@ -117,6 +118,34 @@ export class StudyEnvironment implements StudyTarget {
       await Promise.all([...engines.values()].map((e) => e.close()));
       throw err;
     }
+  }
+
+  /**
+   * Opens the connections a long-running deployment already has: `concurrency` one-token requests at once,
+   * without a session id or a shared prompt (the balancer spreads them; nothing is bound), so the study's
+   * client holds that many connections to the gateway and the gateway some to every engine. Without this,
+   * the workload's first burst (a fan-out of 12 calls at t = 0) paid for connecting, and the study process
+   * for accepting, every one of them: tens of wall-clock ms, times the time scale, on the first requests of
+   * every condition, which was the whole p99 of several policies. Nothing here is recorded.
+   */
+  async warmConnections(concurrency: number, tierHint: string): Promise<void> {
+    const results = await Promise.all(
+      Array.from({ length: concurrency }, (_, i) =>
+        sendChatTurn(
+          this.pool,
+          {
+            sessionId: undefined,
+            messages: [{ role: "user", content: `connection warm-up ${i}` }],
+            tierHint,
+            maxTokens: 1,
+            stream: false,
+          },
+          () => performance.now(),
+        ),
+      ),
+    );
+    const failed = results.find((r) => !r.ok);
+    if (failed !== undefined) throw new Error(`the deployment's warm-up request failed: ${failed.error}`);
   }
 
   /** Kills an engine the way a crash would: it stops listening and drops every connection. */

@@ -241,7 +241,10 @@ async function runPlan(
           timeScale: options.timeScale,
           seed: plan.seed,
         });
-  if (target instanceof StudyEnvironment) configs.push(target.config);
+  if (target instanceof StudyEnvironment) {
+    configs.push(target.config);
+    await target.warmConnections(workload.engines.length * MAX_INFLIGHT, "small");
+  }
   const condition = `${workload.name}:${policy.name}`;
   const loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
   loopDelay.enable();

@@ -113,7 +113,10 @@ async function runCondition(
           timeScale: options.timeScale,
           seed: options.seed,
         });
-  if (target instanceof StudyEnvironment) configs.push(target.config);
+  if (target instanceof StudyEnvironment) {
+    configs.push(target.config);
+    await target.warmConnections(workload.concurrency, "small");
+  }
   const condition = `${workload.name}:${policy.name}`;
   options.progress.start(condition, workload.requests.length);
   try {
