@@ -1,15 +1,16 @@
 // Gateway overhead: the gateway in front of an `instant` simulated engine vs the engine called directly.
 //
-// Three processes: the engine, the gateway (built cli, log level info, its log lines to /dev/null) and this
-// client. Each scenario alternates rounds direct / through the gateway so that machine noise hits both
-// alike, then reports latency percentiles of each and the difference ("added").
+// Five processes: the engine, the gateway (built cli, log level info, its log lines to /dev/null), two
+// reference proxies (floor-proxy.ts: no logic; duties-proxy.ts: the least a gateway with this contract does)
+// and this client. Each scenario alternates rounds direct / gateway / floor / duties so that machine noise
+// hits all alike, then reports latency percentiles of each and the difference from direct ("added").
 //
 // The scenarios measure the steady state of long-running processes. First, the first requests that
 // fresh processes serve are measured on their own ("cold start"); then every path gets mixed traffic for
 // --warmup-seconds (default 25), long enough for V8 to finish optimising the request path and for the
 // gateway's periodic work (a health probe every 10 s, an engine-metrics read every 5 s) to have run twice:
 // its first runs deoptimise shared code (undici, node streams) that must then be optimised again. With --pin (Linux
-// taskset), this client has CPU 0 and the engine, the gateway and the floor proxy share CPU 1, so that a
+// taskset), this client has CPU 0 and the engine, the gateway and the proxies share CPU 1, so that a
 // request crosses between the two CPUs twice whether it goes direct or through a proxy (on a VM a wake-up
 // on the other CPU costs tens of microseconds); without it, the processes compete for the machine's cores.
 //
@@ -142,7 +143,7 @@ async function round(
   return count / ((performance.now() - started) / 1000);
 }
 
-type Paths = Record<"direct" | "gateway" | "floor", string>;
+type Paths = Record<"direct" | "gateway" | "floor" | "duties", string>;
 
 /** The first requests each fresh process serves, one at a time, alternating paths every 500. */
 async function coldStart(paths: Paths, payload: string): Promise<Record<keyof Paths, hdr.Histogram>> {
@@ -214,6 +215,30 @@ function ms(us: number): string {
   return (us / 1000).toFixed(3);
 }
 
+/** One of the reference proxies of this folder, in front of the engine, ready to answer. */
+async function spawnReferenceProxy(
+  script: string,
+  engineUrl: string,
+): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const file = fileURLToPath(new URL(`./${script}`, import.meta.url));
+  const argv = [process.execPath, "--import", "tsx", file, String(port), engineUrl];
+  const [command0, args] = pin ? ["taskset", ["-c", "1", ...argv]] : [argv[0]!, argv.slice(1)];
+  const child = spawn(command0, args, { stdio: ["ignore", "ignore", "inherit"] });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    if (
+      await fetch(url).then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { child, url };
+}
+
 async function main(): Promise<void> {
   if (pin) spawnSync("taskset", ["-cp", "0", String(process.pid)], { stdio: "ignore" });
   const engine = await spawnCli(
@@ -231,27 +256,13 @@ async function main(): Promise<void> {
   );
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
   const gateway = await spawnGateway(config, gatewayUrl);
-  const floorPort = await freePort();
-  const floorScript = fileURLToPath(new URL("./floor-proxy.ts", import.meta.url));
-  const [floorFile, floorArgs] = pin
-    ? ["taskset", ["-c", "1", process.execPath, "--import", "tsx", floorScript, String(floorPort), engineUrl]]
-    : [process.execPath, ["--import", "tsx", floorScript, String(floorPort), engineUrl]];
-  const floor = spawn(floorFile, floorArgs, { stdio: ["ignore", "ignore", "inherit"] });
-  const floorUrl = `http://127.0.0.1:${floorPort}`;
-  for (
-    let i = 0;
-    i < 200 &&
-    !(await fetch(floorUrl).then(
-      () => true,
-      () => false,
-    ));
-    i++
-  ) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const floor = await spawnReferenceProxy("floor-proxy.ts", engineUrl);
+  const duties = await spawnReferenceProxy("duties-proxy.ts", engineUrl);
+  const floorUrl = floor.url;
+  const dutiesUrl = duties.url;
 
   const p = (h: hdr.Histogram, q: number): number => h.getValueAtPercentile(q);
-  const paths = { direct: engineUrl, gateway: gatewayUrl, floor: floorUrl };
+  const paths = { direct: engineUrl, gateway: gatewayUrl, floor: floorUrl, duties: dutiesUrl };
   const cold = await coldStart(paths, body(false));
   process.stderr.write("done: cold start\n");
   await warmUp(paths, warmupSeconds * 1000);
@@ -267,33 +278,42 @@ async function main(): Promise<void> {
     const direct = new Pool(engineUrl, { connections: concurrency, pipelining: 1 });
     const viaGateway = new Pool(gatewayUrl, { connections: concurrency, pipelining: 1 });
     const viaFloor = new Pool(floorUrl, { connections: concurrency, pipelining: 1 });
+    const viaDuties = new Pool(dutiesUrl, { connections: concurrency, pipelining: 1 });
     const payload = body(stream);
     const d = { total: histogram(), first: histogram() };
     const g = { total: histogram(), first: histogram() };
     const f = { total: histogram(), first: histogram() };
+    const u = { total: histogram(), first: histogram() };
     const warm = { total: histogram(), first: histogram() };
     // Opens this scenario's connections, so that no measured request waits for a connect.
     await round(direct, payload, concurrency, perRound, warm, "warm");
     await round(viaGateway, payload, concurrency, perRound, warm, "warm");
     await round(viaFloor, payload, concurrency, perRound, warm, "warm");
+    await round(viaDuties, payload, concurrency, perRound, warm, "warm");
     let directRate = 0;
     let gatewayRate = 0;
     const gatewayCpu = { us: 0, requests: 0 };
     const floorCpu = { us: 0, requests: 0 };
+    const dutiesCpu = { us: 0, requests: 0 };
     for (let r = 0; r < rounds; r++) {
       directRate += await round(direct, payload, concurrency, perRound, d, `d${r}`);
       gatewayRate += await metered(gateway.pid, gatewayCpu, perRound, () =>
         round(viaGateway, payload, concurrency, perRound, g, `g${r}`),
       );
-      await metered(floor.pid, floorCpu, perRound, () =>
+      await metered(floor.child.pid, floorCpu, perRound, () =>
         round(viaFloor, payload, concurrency, perRound, f, `f${r}`),
+      );
+      await metered(duties.child.pid, dutiesCpu, perRound, () =>
+        round(viaDuties, payload, concurrency, perRound, u, `u${r}`),
       );
     }
     await direct.close();
     await viaGateway.close();
     await viaFloor.close();
+    await viaDuties.close();
+    const dutiesAdded = `${ms(p(u.total, 50) - p(d.total, 50))} / ${ms(p(u.total, 99) - p(d.total, 99))}`;
     rows.push(
-      `| ${concurrency} | ${stream ? "stream" : "json"} | ${ms(p(d.total, 50))} / ${ms(p(d.total, 99))} | ${ms(p(g.total, 50))} / ${ms(p(g.total, 99))} | **${ms(p(g.total, 50) - p(d.total, 50))} / ${ms(p(g.total, 99) - p(d.total, 99))}** | ${stream ? `${ms(p(g.first, 99) - p(d.first, 99))}` : "-"} | ${ms(p(f.total, 50) - p(d.total, 50))} / ${ms(p(f.total, 99) - p(d.total, 99))} | ${Math.round(directRate / rounds)} / ${Math.round(gatewayRate / rounds)} | ${perRequest(gatewayCpu)} / ${perRequest(floorCpu)} |`,
+      `| ${concurrency} | ${stream ? "stream" : "json"} | ${ms(p(d.total, 50))} / ${ms(p(d.total, 99))} | ${ms(p(g.total, 50))} / ${ms(p(g.total, 99))} | **${ms(p(g.total, 50) - p(d.total, 50))} / ${ms(p(g.total, 99) - p(d.total, 99))}** | ${stream ? `${ms(p(g.first, 99) - p(d.first, 99))}` : "-"} | ${ms(p(f.total, 50) - p(d.total, 50))} / ${ms(p(f.total, 99) - p(d.total, 99))} | ${dutiesAdded} | ${Math.round(directRate / rounds)} / ${Math.round(gatewayRate / rounds)} | ${perRequest(gatewayCpu)} / ${perRequest(floorCpu)} / ${perRequest(dutiesCpu)} |`,
     );
     process.stderr.write(`done: c=${concurrency} ${stream ? "stream" : "json"}\n`);
   }
@@ -340,13 +360,13 @@ async function main(): Promise<void> {
   );
   console.log("");
   console.log(
-    `cold start, the first ${COLD_REQUESTS} c=1 json requests of fresh processes, p50 / p99 ms: direct ${ms(p(cold.direct, 50))} / ${ms(p(cold.direct, 99))}, gateway ${ms(p(cold.gateway, 50))} / ${ms(p(cold.gateway, 99))}, floor proxy ${ms(p(cold.floor, 50))} / ${ms(p(cold.floor, 99))}`,
+    `cold start, the first ${COLD_REQUESTS} c=1 json requests of fresh processes, p50 / p99 ms: direct ${ms(p(cold.direct, 50))} / ${ms(p(cold.direct, 99))}, gateway ${ms(p(cold.gateway, 50))} / ${ms(p(cold.gateway, 99))}, floor proxy ${ms(p(cold.floor, 50))} / ${ms(p(cold.floor, 99))}, duties proxy ${ms(p(cold.duties, 50))} / ${ms(p(cold.duties, 99))}`,
   );
   console.log("");
   console.log(
-    "| concurrency | mode | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | added TTFT p99 ms | floor proxy added p50 / p99 ms | req/s direct / gateway | CPU µs/request gateway / floor |",
+    "| concurrency | mode | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | added TTFT p99 ms | floor proxy added p50 / p99 ms | duties proxy added p50 / p99 ms | req/s direct / gateway | CPU µs/request gateway / floor / duties |",
   );
-  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const row of rows) console.log(row);
   console.log("");
   console.log(
@@ -354,7 +374,8 @@ async function main(): Promise<void> {
   );
 
   gateway.kill("SIGTERM");
-  floor.kill("SIGTERM");
+  floor.child.kill("SIGTERM");
+  duties.child.kill("SIGTERM");
   engine.child.kill("SIGTERM");
 }
 
