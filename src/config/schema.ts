@@ -91,6 +91,13 @@ const serverSchema = z.strictObject({
     .min(16, { error: "must be at least 16 characters" })
     .optional(),
   max_body_bytes: positiveInt("a positive integer").default(8 * 1024 * 1024),
+  /**
+   * A client must have sent its request headers within this long (a client that trickles them, slowloris,
+   * holds a connection for nothing): 408 after it, and the connection is closed.
+   */
+  headers_timeout_seconds: positiveNumber("a positive number").default(20),
+  /** ... and its whole request, body included, within this long: 408 after it (at least headers_timeout_seconds). */
+  receive_timeout_seconds: positiveNumber("a positive number").default(60),
   /** How long Ctrl-C / SIGTERM waits for in-flight requests before closing them. */
   shutdown_grace_seconds: nonNegativeNumber("a non-negative number").default(10),
   /**
@@ -308,6 +315,13 @@ export const gatewayConfigSchema = z
         code: "custom",
         path: ["backends"],
         message: "must list at least one backend (or name engines to find under discovery)",
+      });
+    }
+    if (config.server.receive_timeout_seconds < config.server.headers_timeout_seconds) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["server", "receive_timeout_seconds"],
+        message: `must be at least server.headers_timeout_seconds (${config.server.headers_timeout_seconds}): the headers are part of the request`,
       });
     }
     if (config.affinity.store.kind === "redis" && config.affinity.rebalance_on_backend_recovery) {

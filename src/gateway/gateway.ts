@@ -501,6 +501,9 @@ export class Gateway {
     if (previous.server.host !== config.server.host || previous.server.port !== config.server.port) {
       changed.push("server.host/port changed: takes effect at the next restart");
     }
+    // Node reads these per connection check, so new values apply to the requests being received too.
+    this.server.headersTimeout = config.server.headers_timeout_seconds * 1000;
+    this.server.requestTimeout = config.server.receive_timeout_seconds * 1000;
     rt.settings = deriveSettings(config, rt.registry.tiers());
     // A fresh verdict cache: a reload may change the tiers, the model asked or its prompt.
     rt.classifier = createClassifier(rt);

@@ -69,22 +69,29 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
   ]);
   const knownPaths = new Set([...routes.keys()].map((key) => key.slice(key.indexOf(" ") + 1)));
 
+  const { headers_timeout_seconds: headersSeconds, receive_timeout_seconds: receiveSeconds } =
+    rt.settings.config.server;
   const server = createServer(
     {
       keepAlive: true,
       noDelay: true,
       maxHeaderSize: 16 * 1024,
-      requestTimeout: 60_000,
-      headersTimeout: 20_000,
-      // Node checks those timeouts only this often (30 s by default, which made them 30-50 s and 60-90 s).
-      connectionsCheckingInterval: 1000,
+      requestTimeout: receiveSeconds * 1000,
+      headersTimeout: headersSeconds * 1000,
+      // Node checks those timeouts only this often (30 s by default, which made them 30-50 s and 60-90 s):
+      // every second, or four times per headers timeout when that is shorter.
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, (headersSeconds * 1000) / 4)),
     },
     (req, res) => void serve(req, res),
   );
   server.keepAliveTimeout = 65_000;
-  server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) =>
-    answerClientError(err, socket, rt),
-  );
+  // What a connection was told by answerClientError: a request still being read on it (its body timed
+  // out) is recorded with that answer, not as a client that left.
+  const answeredRaw = new WeakMap<Duplex, GatewayError>();
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
+    const error = answerClientError(err, socket, rt);
+    if (error !== undefined) answeredRaw.set(socket, error);
+  });
   // Without a listener node drops a CONNECT's connection without a word.
   server.on("connect", (_req: IncomingMessage, socket: Duplex) =>
     answerRaw(
@@ -110,6 +117,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       attempts: 0,
       queueWaitMs: 0,
     };
+    const socket = req.socket;
     tracer?.begin(ctx, req.headers);
     hooks.live.add(ctx);
     const deadline = setTimeout(
@@ -123,7 +131,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
         ctx.clientClosed = true;
         cancelRequest(ctx, new ClientClosedError("client closed the connection"));
       }
-      finish(ctx, res);
+      finish(ctx, res, answeredRaw.get(socket));
     });
     try {
       checkFraming(req, method);
@@ -162,8 +170,9 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
     }
   }
 
-  function finish(ctx: RequestContext, res: ServerResponse): void {
-    const status = ctx.clientClosed ? CLIENT_CLOSED_STATUS : res.statusCode;
+  function finish(ctx: RequestContext, res: ServerResponse, answered: GatewayError | undefined): void {
+    if (ctx.clientClosed && answered !== undefined) ctx.errorCode = answered.code;
+    const status = ctx.clientClosed ? (answered?.status ?? CLIENT_CLOSED_STATUS) : res.statusCode;
     const durationMs = rt.clock.nowMs() - ctx.startedAtMs;
     if (ctx.path.startsWith("/v1/") && ctx.method === "POST") {
       rt.metrics.requestDone(ctx.tier ?? "none", ctx.backend ?? "none", status, durationMs / 1000);
@@ -215,10 +224,14 @@ const REFUSALS = new Set<ErrorCode>([
  * Requests node's HTTP parser refuses before any handler runs (oversized or malformed headers, slow
  * clients) still get an honest status and the OpenAI envelope rather than node's bare answer.
  */
-function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, rt: GatewayRuntime): void {
+function answerClientError(
+  err: NodeJS.ErrnoException,
+  socket: Duplex,
+  rt: GatewayRuntime,
+): GatewayError | undefined {
   if (err.code === "ECONNRESET" || !socket.writable) {
     socket.destroy();
-    return;
+    return undefined;
   }
   const error =
     err.code === "HPE_HEADER_OVERFLOW"
@@ -227,6 +240,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex, rt: Gatew
         ? new GatewayError("request_timeout", "the request was not received in time")
         : new GatewayError("invalid_request", "malformed HTTP request");
   answerRaw(socket, error, rt);
+  return error;
 }
 
 /** An answer written straight to a socket that no HTTP response object owns, then the connection closed. */

@@ -579,6 +579,21 @@ describe("sections and limits", () => {
       expect(() => parse(bad)).toThrow(/affinity\.load_factor: must be 0 \(off\) or a number >= 1/);
   });
 
+  it("takes client timeouts in seconds and refuses a receive timeout shorter than the headers timeout", () => {
+    const parse = (server: string) => parseConfigText(`${ONE_BACKEND}server: ${server}\n`, "st.yaml", {});
+    expect(parse("{}").server).toMatchObject({ headers_timeout_seconds: 20, receive_timeout_seconds: 60 });
+    expect(parse("{headers_timeout_seconds: 0.5, receive_timeout_seconds: 0.5}").server).toMatchObject({
+      headers_timeout_seconds: 0.5,
+      receive_timeout_seconds: 0.5,
+    });
+    expect(() => parse("{headers_timeout_seconds: 90}")).toThrow(
+      /server\.receive_timeout_seconds: must be at least server\.headers_timeout_seconds \(90\)/,
+    );
+    expect(() => parse("{headers_timeout_seconds: 0}")).toThrow(
+      /server\.headers_timeout_seconds: must be a positive number/,
+    );
+  });
+
   it("takes sessionless prefix or balancer, and refuses anything else naming the path", () => {
     const parse = (value: string) =>
       parseConfigText(`${ONE_BACKEND}affinity: {sessionless: ${value}}\n`, "sl.yaml", {});
