@@ -32,6 +32,15 @@ const tokens = new Counter({
   registers: [registry],
 });
 
+/** A bad body must not stop the benchmark's reference proxy: undefined instead of a throw. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 interface ChatBody {
   model?: unknown;
   messages?: unknown;
@@ -48,8 +57,8 @@ createServer({ noDelay: true, keepAlive: true }, (req, res) => {
       res.end("ok"); // the benchmark's readiness probe
       return;
     }
-    const parsed = JSON.parse(raw.toString("utf8")) as ChatBody;
-    if (typeof parsed.model !== "string" || !Array.isArray(parsed.messages)) {
+    const parsed = parseJson(raw.toString("utf8")) as ChatBody | undefined;
+    if (typeof parsed?.model !== "string" || !Array.isArray(parsed.messages)) {
       res.writeHead(400).end();
       return;
     }
@@ -80,7 +89,7 @@ createServer({ noDelay: true, keepAlive: true }, (req, res) => {
           return;
         }
         const text = Buffer.concat(chunks).toString("utf8");
-        const answer = JSON.parse(text) as { usage?: { prompt_tokens?: number } };
+        const answer = parseJson(text) as { usage?: { prompt_tokens?: number } } | undefined;
         const member = `,"x_agent_serve":{"backend":"e0","session_id":${JSON.stringify(session ?? null)}}}`;
         const out = Buffer.from(text.slice(0, text.lastIndexOf("}")) + member);
         res.writeHead(status, [
@@ -94,7 +103,7 @@ createServer({ noDelay: true, keepAlive: true }, (req, res) => {
           "e0",
         ]);
         res.end(out);
-        tokens.labels("small").inc(answer.usage?.prompt_tokens ?? 0);
+        tokens.labels("small").inc(answer?.usage?.prompt_tokens ?? 0);
         done();
       },
       onResponseError(_controller, error) {

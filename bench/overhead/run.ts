@@ -226,17 +226,17 @@ async function spawnReferenceProxy(
   const [command0, args] = pin ? ["taskset", ["-c", "1", ...argv]] : [argv[0]!, argv.slice(1)];
   const child = spawn(command0, args, { stdio: ["ignore", "ignore", "inherit"] });
   const url = `http://127.0.0.1:${port}`;
+  const answers = (): Promise<boolean> =>
+    fetch(url).then(
+      () => true,
+      () => false,
+    );
   for (let i = 0; i < 200; i++) {
-    if (
-      await fetch(url).then(
-        () => true,
-        () => false,
-      )
-    )
-      break;
+    if (await answers()) return { child, url };
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { child, url };
+  child.kill();
+  throw new Error(`${script} did not answer on ${url} within 10 s`);
 }
 
 async function main(): Promise<void> {

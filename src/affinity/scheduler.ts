@@ -40,7 +40,7 @@ export type SelectionReason =
   | "affinity_disabled" // sticky_ttl_seconds is 0: the balancer picks (least in-flight by default)
   | "no_session" // no session id (and no prefix placement): the balancer picks
   | "spill" // the pinned backend has no free slot: one request goes to the next of the ranking; binding kept
-  | "prefix" // no session id: rendezvous on the prompt prefix's key, within the load bound; nothing bound
+  | "prefix" // no session id: the prompt prefix key's home while it has a free slot, else within the bound; nothing bound
   | PolicyReason; // affinity.policy other than hrw: the policy's own reason (src/affinity/policies)
 
 export interface Selection<T extends SchedulingCandidate> {
@@ -213,7 +213,7 @@ export class AffinityScheduler {
   /**
    * A request without a session id, placed like a bound session's turn with its prefix key's rendezvous
    * winner as its home (nothing is written): home while it can start the request now, else the first of the
-   * key's ranking that can and is within the bound, else (no free slot anywhere) the first within the bound.
+   * key's ranking that can and is within the bound, else (none within the bound can) the first within it.
    * The home is where the template's prefix is cached; a request sent elsewhere while the home has a free
    * slot would prefill the whole shared prompt again for no gain in waiting (docs/affinity.md).
    */

@@ -34,7 +34,7 @@ import { AttemptTracker } from "./attempt-tracker.js";
 import { createClassifierAsk } from "./classifier-client.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
-import { createGatewayServer } from "./server.js";
+import { clientTimeoutsMs, createGatewayServer } from "./server.js";
 import { UpstreamPools } from "./upstream-pools.js";
 import { GatewayError } from "../core/errors.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
@@ -502,8 +502,9 @@ export class Gateway {
       changed.push("server.host/port changed: takes effect at the next restart");
     }
     // Node reads these per connection check, so new values apply to the requests being received too.
-    this.server.headersTimeout = config.server.headers_timeout_seconds * 1000;
-    this.server.requestTimeout = config.server.receive_timeout_seconds * 1000;
+    const timeouts = clientTimeoutsMs(config.server);
+    this.server.headersTimeout = timeouts.headersMs;
+    this.server.requestTimeout = timeouts.receiveMs;
     rt.settings = deriveSettings(config, rt.registry.tiers());
     // A fresh verdict cache: a reload may change the tiers, the model asked or its prompt.
     rt.classifier = createClassifier(rt);

@@ -69,18 +69,17 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
   ]);
   const knownPaths = new Set([...routes.keys()].map((key) => key.slice(key.indexOf(" ") + 1)));
 
-  const { headers_timeout_seconds: headersSeconds, receive_timeout_seconds: receiveSeconds } =
-    rt.settings.config.server;
+  const timeouts = clientTimeoutsMs(rt.settings.config.server);
   const server = createServer(
     {
       keepAlive: true,
       noDelay: true,
       maxHeaderSize: 16 * 1024,
-      requestTimeout: receiveSeconds * 1000,
-      headersTimeout: headersSeconds * 1000,
+      requestTimeout: timeouts.receiveMs,
+      headersTimeout: timeouts.headersMs,
       // Node checks those timeouts only this often (30 s by default, which made them 30-50 s and 60-90 s):
-      // every second, or four times per headers timeout when that is shorter.
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, (headersSeconds * 1000) / 4)),
+      // every second, or four times per headers timeout when that is shorter (at most every 50 ms).
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.round(timeouts.headersMs / 4))),
     },
     (req, res) => void serve(req, res),
   );
@@ -131,7 +130,10 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
         ctx.clientClosed = true;
         cancelRequest(ctx, new ClientClosedError("client closed the connection"));
       }
-      finish(ctx, res, answeredRaw.get(socket));
+      // Only a request still being received was cut by that answer.
+      const answered = req.complete ? undefined : answeredRaw.get(socket);
+      answeredRaw.delete(socket);
+      finish(ctx, res, answered);
     });
     try {
       checkFraming(req, method);
@@ -203,6 +205,15 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
   return server;
 }
 
+/** The client timeouts in whole milliseconds, as node's server wants them (2.01 s is 2009.999... ms in floats). */
+export function clientTimeoutsMs(server: {
+  headers_timeout_seconds: number;
+  receive_timeout_seconds: number;
+}): { headersMs: number; receiveMs: number } {
+  const headersMs = Math.max(1, Math.round(server.headers_timeout_seconds * 1000));
+  return { headersMs, receiveMs: Math.max(headersMs, Math.round(server.receive_timeout_seconds * 1000)) };
+}
+
 /** Codes of requests refused before any engine saw them (agentserve_rejections_total{reason}). */
 const REFUSALS = new Set<ErrorCode>([
   "budget_exceeded",
@@ -229,7 +240,10 @@ function answerClientError(
   socket: Duplex,
   rt: GatewayRuntime,
 ): GatewayError | undefined {
-  if (err.code === "ECONNRESET" || !socket.writable) {
+  // A response of this connection already under way would get a status line in its middle (node's own
+  // handler makes the same check): then the connection is only closed.
+  const answering = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (err.code === "ECONNRESET" || !socket.writable || answering?.headersSent === true) {
     socket.destroy();
     return undefined;
   }
@@ -243,13 +257,18 @@ function answerClientError(
   return error;
 }
 
-/** An answer written straight to a socket that no HTTP response object owns, then the connection closed. */
+/**
+ * An answer written straight to a socket that no HTTP response object owns, then the connection closed once
+ * it has left: closed, not half-closed, or node's parser would read on and serve what the client sends after
+ * it (the rest of a body that timed out, a next request).
+ */
 function answerRaw(socket: Duplex, error: GatewayError, rt: GatewayRuntime): void {
   rt.metrics.rejection(error.code);
   const body = JSON.stringify(error.toJSON());
   socket.end(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? "Error"}\r\ncontent-type: application/json\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   );
 }
 

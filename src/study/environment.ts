@@ -122,8 +122,9 @@ export class StudyEnvironment implements StudyTarget {
 
   /**
    * Opens the connections a long-running deployment already has: `concurrency` one-token requests at once,
-   * without a session id or a shared prompt (the balancer spreads them; nothing is bound), so the study's
-   * client holds that many connections to the gateway and the gateway some to every engine. Without this,
+   * without a session id or a shared prompt (nothing is bound; under `hrw` the balancer spreads them, under
+   * the re-implemented routers their policy places them and indexes their few tokens), so the study's
+   * client holds that many connections to the gateway and the gateway some to the engines. Without this,
    * the workload's first burst (a fan-out of 12 calls at t = 0) paid for connecting, and the study process
    * for accepting, every one of them: tens of wall-clock ms, times the time scale, on the first requests of
    * every condition, which was the whole p99 of several policies. Nothing here is recorded.

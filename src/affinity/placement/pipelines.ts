@@ -9,7 +9,7 @@ import type { Pipeline } from "./types.js";
 
 const byRendezvous = [{ scorer: rendezvousScorer, weight: 1 }] as const;
 
-/** Bounded-load rendezvous: the first backend of the key's ranking within the load bound (a prefix request when no backend has a free slot). */
+/** Bounded-load rendezvous: the first backend of the key's ranking within the load bound (a prefix request when no backend within the bound has a free slot). */
 export const boundedRendezvousPipeline: Pipeline = {
   filters: [eligibleFilter, boundedLoadFilter],
   scorers: byRendezvous,
@@ -31,7 +31,7 @@ export const sessionPlacementPipeline: Pipeline = {
   picker: maxScorePicker,
 };
 
-/** Where a bound session's request goes when its pinned backend is full: the first of its ranking free now and within the bound. */
+/** Where a request goes when its home (a bound session's pinned backend, a prefix's winner) is full: the first of its ranking free now and within the bound. */
 export const spillPipeline: Pipeline = {
   filters: [eligibleFilter, freeSlotFilter, boundedLoadFilter],
   scorers: byRendezvous,

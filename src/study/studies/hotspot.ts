@@ -550,7 +550,8 @@ export async function runHotspotStudy(options: StudyOptions): Promise<StudyResul
         "deployment; the tables pool their requests ('p99 per seed' is each seed's own p99) and average " +
         "their throughput. A short warm-up run, not reported, comes first.",
       "prefix placement sends no X-Session-Id: each turn is placed by its prompt's leading part (here each " +
-        "session's own system prompt), within the load bound, with nothing bound.",
+        "session's own system prompt): its key's home while that has a free slot, else within the load bound, " +
+        "with nothing bound.",
       ...(options.gatewayUrl === undefined
         ? []
         : ["Only the running gateway's policy was measured (--gateway)."]),
