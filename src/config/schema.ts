@@ -290,6 +290,12 @@ const upstreamSchema = z.strictObject({
   /** Attempts per request, the first included: failover walks the session's rendezvous ranking. */
   max_attempts: positiveInt("a positive integer").default(3),
   keep_alive_connections: positiveInt("a positive integer").default(128),
+  /**
+   * A streaming attempt whose engine sent no response headers within this long is abandoned and retried on
+   * the next engine (nothing reached the client yet). vLLM sends a stream's headers before prefill, so a few
+   * seconds is safe; an engine that hangs before them no longer holds the request to its deadline.
+   */
+  stream_headers_timeout_seconds: positiveNumber("a positive number").default(5),
 });
 
 /** A section left empty in YAML (`server:` with every key commented out) parses as null: it means defaults. */

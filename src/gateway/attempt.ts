@@ -30,6 +30,8 @@ export interface AttemptEnv {
   readonly firstByteTimeoutMs: number;
   /** The first-byte timeout of streams (their first chunk follows the engine's prefill only). */
   readonly streamFirstByteTimeoutMs: number;
+  /** A stream's response headers: an engine sends them before prefill, so a short wait for them is safe. */
+  readonly streamHeadersTimeoutMs: number;
   /** A non-streaming answer is abandoned past this many bytes. */
   readonly maxResponseBytes: number;
   /** A connection of its own to the backend (the retry after a reused one was found closed). */
@@ -107,6 +109,8 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private corked = false;
   private readonly untrack: () => void;
   private readonly firstByteTimer: NodeJS.Timeout;
+  /** Streams only: stops when the engine's response headers arrive. */
+  private readonly headersTimer: NodeJS.Timeout | undefined;
   private readonly onAbort = (why: Error): void => this.upstream?.abort(why);
   private readonly onDrain = (): void => this.upstream?.resume();
   private readonly uncork = (): void => {
@@ -130,6 +134,12 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       () => plan.abort.abort("first_byte_timeout" satisfies AbandonReason),
       this.firstByteTimeoutMs,
     );
+    this.headersTimer = plan.stream
+      ? setTimeout(
+          () => plan.abort.abort("stream_headers_timeout" satisfies AbandonReason),
+          env.streamHeadersTimeoutMs,
+        )
+      : undefined;
   }
 
   private get firstByteTimeoutMs(): number {
@@ -166,6 +176,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     statusCode: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
+    clearTimeout(this.headersTimer);
     this.status = statusCode;
     this.headers = headers;
     if (statusCode >= 500) this.mode = "failed-status";
@@ -369,6 +380,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private cleanup(): void {
     this.fresh?.close();
     clearTimeout(this.firstByteTimer);
+    clearTimeout(this.headersTimer);
     this.plan.abort.listen(undefined);
     this.res.off("drain", this.onDrain);
     this.untrack();

@@ -118,6 +118,7 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
     maxAttempts: config.upstream.max_attempts,
     firstByteTimeoutMs: config.upstream.first_byte_timeout_seconds * 1000,
     streamFirstByteTimeoutMs: config.upstream.stream_first_byte_timeout_seconds * 1000,
+    streamHeadersTimeoutMs: config.upstream.stream_headers_timeout_seconds * 1000,
     maxResponseBytes: config.upstream.max_response_bytes,
     requestTimeoutMs: config.upstream.request_timeout_seconds * 1000,
     adminToken: config.server.admin_token,
@@ -316,6 +317,9 @@ export class Gateway {
         },
         get streamFirstByteTimeoutMs() {
           return runtime.settings.streamFirstByteTimeoutMs;
+        },
+        get streamHeadersTimeoutMs() {
+          return runtime.settings.streamHeadersTimeoutMs;
         },
         get maxResponseBytes() {
           return runtime.settings.maxResponseBytes;

@@ -26,6 +26,8 @@ export interface RuntimeSettings {
   firstByteTimeoutMs: number;
   /** The first-byte timeout of streaming requests (their first chunk comes after prefill only). */
   streamFirstByteTimeoutMs: number;
+  /** A streaming attempt without response headers after this long fails over (upstream.stream_headers_timeout_seconds). */
+  streamHeadersTimeoutMs: number;
   /** A non-streaming answer is refused past this many bytes. */
   maxResponseBytes: number;
   requestTimeoutMs: number;

@@ -47,7 +47,11 @@ const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"
 
 /** Why the gateway itself abandoned an attempt (the reason its AttemptAbort carries). */
 export type AbandonReason =
-  "first_byte_timeout" | "backend marked down" | "backend removed from config" | "backend left discovery";
+  | "first_byte_timeout"
+  | "stream_headers_timeout"
+  | "backend marked down"
+  | "backend removed from config"
+  | "backend left discovery";
 
 /** Turns an undici/socket error of one attempt into an AttemptFailure (the caller checks client aborts first). */
 export function classifyUpstreamError(
@@ -59,6 +63,13 @@ export function classifyUpstreamError(
     return new AttemptFailure(
       "upstream_timeout",
       `backend ${backendId} sent nothing within the first-byte timeout`,
+      true,
+    );
+  }
+  if (abandoned === "stream_headers_timeout") {
+    return new AttemptFailure(
+      "upstream_timeout",
+      `backend ${backendId} sent no response headers within the stream headers timeout`,
       true,
     );
   }
