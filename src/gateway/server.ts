@@ -46,6 +46,12 @@ const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", 
  */
 const DRAIN_LIMIT_BYTES = 16 * 1024 * 1024;
 const DRAIN_LIMIT_MS = 5000;
+/**
+ * Past the drain bound the connection is half-closed (FIN after the answer) and read on, discarding, this long
+ * at most before it is cut: a client still writing its body reads the answer and the FIN, and stops. Cutting
+ * at once with its bytes unread resets the connection, and the reset throws away the answer it had not read.
+ */
+const LINGER_MS = 5000;
 
 /** What stays answered while a shutdown drains: liveness, readiness (which says so) and metrics. */
 const DURING_SHUTDOWN = new Set(["GET /healthz", "GET /readyz", "GET /metrics"]);
@@ -87,8 +93,12 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
   // What a connection was told by answerClientError: a request still being read on it (its body timed
   // out) is recorded with that answer, not as a client that left.
   const answeredRaw = new WeakMap<Duplex, GatewayError>();
+  // Connections answered and half-closed, read on only to be discarded (lingerThenClose).
+  const lingering = new WeakSet<Duplex>();
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
-    const error = answerClientError(err, socket, rt);
+    // node's parser reports its error again for every further chunk of a connection it refused.
+    if (lingering.has(socket)) return;
+    const error = answerClientError(err, socket, rt, lingering);
     if (error !== undefined) answeredRaw.set(socket, error);
   });
   // Without a listener node drops a CONNECT's connection without a word.
@@ -104,6 +114,8 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
   server.on("close", () => void tracer?.shutdown());
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // A request that follows a refused body on a connection being closed is never served.
+    if (lingering.has(req.socket)) return void req.socket.destroy();
     const url = req.url ?? "/";
     const query = url.indexOf("?");
     const path = query < 0 ? url : url.slice(0, query);
@@ -166,7 +178,7 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
       writeJson(res, error.status, error.toJSON(), headers);
       // A body left unread (too large, or refused before reading) is read on and discarded, a bounded
       // amount, so that the client reads this answer before the connection is cut.
-      if (!req.complete) drainThenClose(req);
+      if (!req.complete) drainThenClose(req, lingering);
     } finally {
       clearTimeout(deadline);
     }
@@ -239,6 +251,7 @@ function answerClientError(
   err: NodeJS.ErrnoException,
   socket: Duplex,
   rt: GatewayRuntime,
+  lingering: WeakSet<Duplex>,
 ): GatewayError | undefined {
   // A response of this connection already under way would get a status line in its middle (node's own
   // handler makes the same check): then the connection is only closed.
@@ -253,7 +266,10 @@ function answerClientError(
       : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
         ? new GatewayError("request_timeout", "the request was not received in time")
         : new GatewayError("invalid_request", "malformed HTTP request");
-  answerRaw(socket, error, rt);
+  // A refused header or a malformed request leaves node's parser in its error state: what the client still
+  // sends is never served, so the connection lingers (the client reads its answer). A request that timed
+  // out is cut at once: its late body would otherwise reach the handler waiting for it.
+  answerRaw(socket, error, rt, error.code === "request_timeout" ? undefined : lingering);
   return error;
 }
 
@@ -262,14 +278,22 @@ function answerClientError(
  * it has left: closed, not half-closed, or node's parser would read on and serve what the client sends after
  * it (the rest of a body that timed out, a next request).
  */
-function answerRaw(socket: Duplex, error: GatewayError, rt: GatewayRuntime): void {
+function answerRaw(
+  socket: Duplex,
+  error: GatewayError,
+  rt: GatewayRuntime,
+  lingering?: WeakSet<Duplex>,
+): void {
   rt.metrics.rejection(error.code);
   const body = JSON.stringify(error.toJSON());
-  socket.end(
+  const answer =
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? "Error"}\r\ncontent-type: application/json\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    () => socket.destroy(),
-  );
+    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+  if (lingering === undefined) socket.end(answer, () => socket.destroy());
+  else {
+    socket.write(answer);
+    lingerThenClose(socket, lingering);
+  }
 }
 
 /**
@@ -293,13 +317,19 @@ function checkFraming(req: IncomingMessage, method: string): void {
   }
 }
 
-/** Lingering close: reads and drops what the client still sends, a bounded amount, then cuts the connection. */
-function drainThenClose(req: IncomingMessage): void {
+/**
+ * Reads and drops what the client still sends of a refused body, a bounded amount: a body that ends within
+ * it leaves the connection usable; past the bound (or the time) the connection lingers, then closes.
+ */
+function drainThenClose(req: IncomingMessage, lingering: WeakSet<Duplex>): void {
   let drained = 0;
-  const cut = (): void => {
+  const stop = (): void => {
     clearTimeout(timer);
     req.off("data", onData);
-    req.socket.destroy();
+  };
+  const cut = (): void => {
+    stop();
+    lingerThenClose(req.socket, lingering);
   };
   const onData = (chunk: Buffer): void => {
     drained += chunk.length;
@@ -308,12 +338,27 @@ function drainThenClose(req: IncomingMessage): void {
   const timer = setTimeout(cut, DRAIN_LIMIT_MS);
   timer.unref();
   req.on("data", onData);
-  req.once("end", () => {
-    clearTimeout(timer);
-    req.off("data", onData);
-  });
+  req.once("end", stop);
   req.socket.once("close", () => clearTimeout(timer));
   req.resume();
+}
+
+/**
+ * A lingering close: the answer already written, sends FIN after it and reads on (node's parser, or this
+ * function, discards the bytes) until the client closes or LINGER_MS pass, then cuts the connection.
+ */
+function lingerThenClose(socket: Duplex, lingering: WeakSet<Duplex>): void {
+  if (lingering.has(socket) || socket.destroyed) return;
+  lingering.add(socket);
+  socket.end();
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once("close", () => clearTimeout(timer));
+  // A client that leaves resets the connection; node's own error listener may be gone (a refused header).
+  socket.on("error", () => socket.destroy());
+  // The client's FIN ends it early; a socket without a reader would stop reading (and not see that FIN).
+  socket.on("end", () => socket.destroy());
+  socket.resume();
 }
 
 function validRequestId(value: string | string[] | undefined): string | undefined {
