@@ -166,6 +166,11 @@ const routingSchema = z.strictObject({
   default_tier: identifier("a tier name").optional(),
   /** Tier `auto` picks for long prompts; unset: "big" if such a tier exists, else no long-prompt rule. */
   long_prompt_tier: identifier("a tier name").optional(),
+  /**
+   * Under `auto`, a session bound to an engine keeps that engine's tier (the rules pick a new session's tier):
+   * a growing prompt crossing prompt_length_threshold no longer moves it and loses its cache.
+   */
+  session_stays_same_tier: z.boolean({ error: "must be true or false" }).default(true),
 });
 
 /** SGLang's cache-aware policy (affinity.policy: sglang_cache_aware), at sgl-router's defaults. */

@@ -1,4 +1,4 @@
-// Stage 3 of a completion: the tier, from the hint, the model or the rules (a tool follow-up asks the binding).
+// Stage 3 of a completion: the tier, from the hint, the model or the rules (a bound session keeps its tier).
 import type { AffinityScheduler } from "../affinity/scheduler.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import { chooseTier, type TierDecision, type TierRouterSettings } from "../routing/tier-router.js";
@@ -12,9 +12,13 @@ export function routeTier(
   scheduler: AffinityScheduler,
   settings: TierRouterSettings,
 ): TierDecision {
-  // Only a tool follow-up needs the session's current tier, so only then is the binding looked up.
+  // The session's current tier matters only when the rules decide: a hint or an explicit model does not ask.
   let sessionTier: string | undefined;
-  if (request.toolFollowup && client.sessionId !== undefined) {
+  const rulesDecide =
+    client.tierHint === "auto" || (client.tierHint === undefined && request.model === undefined);
+  const asksBinding =
+    settings.sessionStaysSameTier || (settings.toolFollowupStaysSameTier && request.toolFollowup);
+  if (rulesDecide && asksBinding && client.sessionId !== undefined) {
     const bound = scheduler.boundBackend(client.sessionId);
     sessionTier = bound === undefined ? undefined : registry.get(bound)?.tier;
   }

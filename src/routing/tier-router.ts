@@ -3,7 +3,13 @@ import { GatewayError } from "../core/errors.js";
 
 /** Why a request got its tier: `classifier` when the LLM classifier decided what the rules left open. */
 export type TierSource =
-  "hint" | "model" | "auto_tool_followup" | "auto_long_prompt" | "auto_default" | "classifier";
+  | "hint"
+  | "model"
+  | "auto_session"
+  | "auto_tool_followup"
+  | "auto_long_prompt"
+  | "auto_default"
+  | "classifier";
 
 export interface TierDecision {
   tier: string;
@@ -13,6 +19,8 @@ export interface TierDecision {
 export interface TierRouterSettings {
   promptLengthThreshold: number;
   toolFollowupStaysSameTier: boolean;
+  /** A session bound to an engine keeps that engine's tier under `auto` (rules pick a new session's tier). */
+  sessionStaysSameTier: boolean;
   defaultTier: string;
   /** undefined: no long-prompt rule (no big tier). */
   longPromptTier: string | undefined;
@@ -56,6 +64,14 @@ export function chooseTier(
     // An explicit model only pins the tier when the hint did not ask for auto routing.
     if (inputs.hint === undefined) return { tier, source: "model" };
   }
+  // A bound session keeps its tier: moving it (a prompt grown past the threshold) would lose its whole cache.
+  if (
+    settings.sessionStaysSameTier &&
+    inputs.sessionTier !== undefined &&
+    catalog.hasTier(inputs.sessionTier)
+  ) {
+    return { tier: inputs.sessionTier, source: "auto_session" };
+  }
   if (settings.toolFollowupStaysSameTier && inputs.toolFollowup && inputs.sessionTier !== undefined) {
     if (catalog.hasTier(inputs.sessionTier))
       return { tier: inputs.sessionTier, source: "auto_tool_followup" };
@@ -71,6 +87,7 @@ export function resolveTierSettings(
   routing: {
     prompt_length_threshold: number;
     tool_followup_stays_same_tier: boolean;
+    session_stays_same_tier: boolean;
     default_tier?: string | undefined;
     long_prompt_tier?: string | undefined;
   },
@@ -79,6 +96,7 @@ export function resolveTierSettings(
   return {
     promptLengthThreshold: routing.prompt_length_threshold,
     toolFollowupStaysSameTier: routing.tool_followup_stays_same_tier,
+    sessionStaysSameTier: routing.session_stays_same_tier,
     defaultTier: routing.default_tier ?? (tiers.includes("small") ? "small" : tiers[0]!),
     longPromptTier: routing.long_prompt_tier ?? (tiers.includes("big") ? "big" : undefined),
   };
