@@ -101,6 +101,20 @@ export async function reserveBudget(
   return { reservation: decision.reservation, clampedMaxTokens };
 }
 
+/**
+ * What a stream that ended early (cancelled, cut by the engine, the deadline) is charged when the engine's
+ * usage never arrived: one token per generation event relayed, and the prompt's estimate, since an engine
+ * that streamed a token had read the whole prompt. A stream that reached the client with nothing is free, as
+ * is a request that failed before any byte: cancelling and retrying must not be free generation.
+ */
+export function streamedUsage(
+  request: CompletionRequest,
+  generatedEvents: number | undefined,
+): TokenUsage | undefined {
+  if (generatedEvents === undefined || generatedEvents <= 0) return undefined;
+  return { promptTokens: estimatePromptTokens(request), completionTokens: generatedEvents, cachedTokens: 0 };
+}
+
 /** The last stage: charges what the engine reported (nothing when it reported nothing) and frees the hold. */
 export function settle(
   admission: Admission,

@@ -62,9 +62,11 @@ export async function runAttemptLoop(
 ): Promise<AttemptResult> {
   const { tier, sessionId } = request;
   const exclude = new Set<string>();
+  // A relay is made when a stream reaches the client; what it relayed is charged if the stream ends early.
+  let relay: StreamRelay | undefined;
   const createRelay = request.responses
-    ? (member: Buffer): StreamRelay => new ResponsesRelay(member)
-    : (member: Buffer): StreamRelay => new SseRelay(member, request.bodies.stripUsage);
+    ? (member: Buffer): StreamRelay => (relay = new ResponsesRelay(member))
+    : (member: Buffer): StreamRelay => (relay = new SseRelay(member, request.bodies.stripUsage));
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < deps.settings.maxAttempts) {
     const tierBackends = deps.registry.tier(tier);
@@ -150,6 +152,7 @@ export async function runAttemptLoop(
       );
     } finally {
       deps.slots.release(backend);
+      if (relay !== undefined) ctx.generatedEvents = relay.generatedEvents;
     }
   }
   if (lastFailure !== undefined) {

@@ -2,7 +2,7 @@
 // -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
-import { admit, reserveBudget, settle, type BudgetHold } from "./admit.js";
+import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
@@ -107,8 +107,15 @@ export async function handleCompletion(
     usage = result.usage;
     if (usage !== undefined) rt.metrics.tokens(tier, usage);
   } finally {
-    // A failed request frees its hold; one that ran is charged what the engine reported.
-    settle(admission, rt.budgets, hold, usage, rt.clock.nowMs());
+    // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended
+    // before the engine's usage what it relayed.
+    settle(
+      admission,
+      rt.budgets,
+      hold,
+      usage ?? streamedUsage(request, ctx.generatedEvents),
+      rt.clock.nowMs(),
+    );
   }
 }
 

@@ -28,6 +28,8 @@ export interface RequestContext {
   apiKey?: ApiKeyEntry | undefined;
   /** The attempt in progress: cancelling the request stops it (one per attempt, none per request). */
   activeAttempt?: AttemptAbort;
+  /** Generation events of the stream that reached the client (charged when the engine's usage never came). */
+  generatedEvents?: number;
 }
 
 /** Cancels a request: records why and aborts its attempt in progress (queued or talking to an engine). */

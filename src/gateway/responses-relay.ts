@@ -14,6 +14,8 @@ const FINAL = [
   Buffer.from('"type":"response.failed"'),
 ];
 const DONE = Buffer.from("data: [DONE]");
+/** The end of a delta event's type (`response.output_text.delta`, `response.function_call_arguments.delta`). */
+const DELTA_TYPE = Buffer.from('.delta"');
 
 interface FinalEvent {
   response?: { id?: unknown; usage?: unknown };
@@ -25,6 +27,7 @@ export class ResponsesRelay implements StreamRelay {
   private usageSeen: TokenUsage | undefined;
   private id: string | undefined;
   private events = 0;
+  private deltas = 0;
 
   /** @param member `,"x_agent_serve":{...}`, spliced into the final event (the one holding the response). */
   constructor(private readonly member: Buffer) {}
@@ -35,6 +38,11 @@ export class ResponsesRelay implements StreamRelay {
 
   get usage(): TokenUsage | undefined {
     return this.usageSeen;
+  }
+
+  /** Delta events relayed: one per generated token (of text, tool arguments or reasoning) as engines send them. */
+  get generatedEvents(): number {
+    return this.deltas;
   }
 
   get responseId(): string | undefined {
@@ -49,6 +57,12 @@ export class ResponsesRelay implements StreamRelay {
     if (complete < chunk.length) this.held = chunk.subarray(complete);
     if (complete === 0) return [];
     this.events += countEvents(chunk, complete);
+    for (
+      let at = find(chunk, DELTA_TYPE, 0, complete);
+      at >= 0;
+      at = find(chunk, DELTA_TYPE, at + 1, complete)
+    )
+      this.deltas++;
     if (this.id === undefined) this.readCreated(chunk, complete);
     if (this.ended) return [chunk.subarray(0, complete)];
     const finalAt = findFinal(chunk, complete);

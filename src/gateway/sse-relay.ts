@@ -16,6 +16,7 @@ export class SseRelay implements StreamRelay {
   private held: Buffer | undefined;
   private done = false;
   private usageSeen: TokenUsage | undefined;
+  private generated = 0;
   /** The metadata member still to be spliced into a chunk; undefined once it rode on one. */
   private member: Buffer | undefined;
 
@@ -49,6 +50,11 @@ export class SseRelay implements StreamRelay {
     return this.usageSeen;
   }
 
+  /** Data chunks relayed, [DONE] and usage-only chunks aside: vLLM sends one per generated token and choice. */
+  get generatedEvents(): number {
+    return this.generated;
+  }
+
   /**
    * Returns what to write now. Complete events pass through as slices of the engine's own buffers; only a
    * trailing partial event is held until its end arrives (and, until the metadata has ridden on a chunk, the
@@ -62,6 +68,7 @@ export class SseRelay implements StreamRelay {
     const lastEnd = chunk.lastIndexOf(EVENT_END);
     const complete = lastEnd < 0 ? 0 : lastEnd + EVENT_END.length; // [0, complete) holds whole events
     if (complete < chunk.length) this.held = chunk.subarray(complete);
+    if (!this.done) this.countGenerated(chunk, complete);
     const out: Buffer[] = [];
     let from = 0;
     while (this.member !== undefined && from < complete) {
@@ -107,6 +114,21 @@ export class SseRelay implements StreamRelay {
       usageAt = find(chunk, USAGE_OBJECT, eventEnd, end);
     }
     if (end > passFrom) out.push(chunk.subarray(passFrom, end));
+  }
+
+  /** Adds the generation events of chunk[0, complete): every event, less usage-only ones and `[DONE]`. */
+  private countGenerated(chunk: Buffer, complete: number): void {
+    let events = 0;
+    for (let at = find(chunk, EVENT_END, 0, complete); at >= 0; at = find(chunk, EVENT_END, at + 2, complete))
+      events++;
+    for (
+      let at = find(chunk, EMPTY_CHOICES, 0, complete);
+      at >= 0;
+      at = find(chunk, EMPTY_CHOICES, at + 1, complete)
+    )
+      events--;
+    if (findDone(chunk, 0, complete) >= 0) events--;
+    this.generated += Math.max(0, events);
   }
 
   /** The engine's stream ended: whatever partial event was held back. */

@@ -10,6 +10,11 @@ export interface StreamRelay {
   readonly complete: boolean;
   /** The usage the engine reported, if it did. */
   readonly usage: TokenUsage | undefined;
+  /**
+   * Generation events relayed so far (chat/completions chunks, Responses API deltas), about one token each:
+   * what a stream that ends before the engine's usage is charged (admit.ts, streamedUsage).
+   */
+  readonly generatedEvents: number;
   /** The Responses API: the id of the response being streamed, once its first event went by. */
   readonly responseId: string | undefined;
   /** The events that end a stream the gateway must cut: an error in this API's shape, then the end marker. */
