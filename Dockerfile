@@ -1,7 +1,10 @@
 # The agent-serve gateway image: a build stage compiles the TypeScript, a slim runtime stage runs it as a non-root user.
 # Build:  docker build -t agent-serve:0.1.0 .
+# Try:    docker run --rm -p 127.0.0.1:8000:8000 agent-serve:0.1.0 start --config configs/container.yaml
+#         (the gateway and three simulated engines in this one container; docs/deployment.md)
 # Run:    docker run -p 8000:8000 -v $PWD/my-gateway.yaml:/etc/agent-serve/gateway.yaml:ro agent-serve:0.1.0
-# Other commands: docker run agent-serve:0.1.0 sim --port 8001 (the image's entrypoint is the agent-serve CLI).
+#         (engines at addresses the container can reach: not 127.0.0.1, which is the container's own)
+# Other commands: docker run agent-serve:0.1.0 sim --host 0.0.0.0 --port 8001 (the entrypoint is the CLI).
 
 # ---- build: every dependency but the optional llama.cpp engine, then tsc ----------------------------
 FROM node:20-bookworm-slim AS build
@@ -23,6 +26,8 @@ COPY package.json package-lock.json ./
 # left out by this line.
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The self-contained quick start's config (gateway and simulated engines in one container).
+COPY configs/container.yaml ./configs/container.yaml
 # The node image's `node` user, by number: Kubernetes' runAsNonRoot can only verify a numeric user.
 USER 1000:1000
 EXPOSE 8000

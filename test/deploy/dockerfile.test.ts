@@ -105,13 +105,21 @@ describe("the Dockerfile", () => {
         "tsconfig.json",
         "tsconfig.build.json",
         "src",
+        "configs/container.yaml",
       ].sort(),
     );
     for (const source of sources) {
       expect(existsSync(repoPath(source)), source).toBe(true);
       expect(isIgnored(ignored, source), `${source} is in .dockerignore`).toBe(false);
     }
-    for (const heavy of ["node_modules", "dist", ".git", "test", "node_modules/zod/package.json"])
+    for (const heavy of [
+      "node_modules",
+      "dist",
+      ".git",
+      "test",
+      "node_modules/zod/package.json",
+      "configs/grafana",
+    ])
       expect(isIgnored(ignored, heavy), heavy).toBe(true);
   });
 });
