@@ -111,6 +111,18 @@ const serverSchema = z.strictObject({
   log_prompts: z.boolean({ error: "must be true or false" }).default(false),
   /** Optional OpenTelemetry tracing over OTLP/HTTP, off by default (src/tracing/config.ts). */
   tracing: tracingSchema.prefault({}),
+  /**
+   * Serve /admin on this port of its own (and no longer on `port`), so that a Service, a NetworkPolicy or a
+   * firewall can keep it apart from the API; unset: /admin shares the API's port. 0: OS-assigned.
+   */
+  admin_port: z
+    .number({ error: "must be a TCP port (0-65535)" })
+    .int({ error: "must be a TCP port (0-65535)" })
+    .min(0, { error: "must be a TCP port (0-65535)" })
+    .max(65535, { error: "must be a TCP port (0-65535)" })
+    .optional(),
+  /** The interface of admin_port; unset: `host`. */
+  admin_host: z.string({ error: "must be a host name or address" }).min(1).optional(),
 });
 
 const admissionSchema = z.strictObject({

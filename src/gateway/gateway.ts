@@ -126,6 +126,23 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
   };
 }
 
+/** A server listening at `at`: its address once it listens. */
+function listenOn(server: Server, at: { host: string; port: number }): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(at.port, at.host, () => {
+      server.off("error", reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+/** http://host:port of a listening address (loopback form for wildcard hosts). */
+function urlOf({ address, port, family }: AddressInfo): string {
+  const host = address === "0.0.0.0" || address === "::" ? "127.0.0.1" : address;
+  return family === "IPv6" && host !== "127.0.0.1" ? `http://[${host}]:${port}` : `http://${host}:${port}`;
+}
+
 /** server.max_connections, or the default the open-file limit allows (read once, at start). */
 function maxConnectionsOf(config: GatewayConfig, fileLimit: number | undefined): number {
   if (config.server.max_connections !== undefined) return config.server.max_connections;
@@ -189,6 +206,9 @@ function thresholdsOf(config: GatewayConfig): HealthThresholds {
 export class Gateway {
   readonly runtime: GatewayRuntime;
   private readonly server: Server;
+  /** Serves /admin alone when server.admin_port is set (the API's server then does not). */
+  private readonly adminServer: Server | undefined;
+  private adminAddress: AddressInfo | undefined;
   private readonly health: HealthChecker;
   private readonly loadPoller: EngineLoadPoller;
   private readonly discovery: DnsDiscovery;
@@ -382,11 +402,16 @@ export class Gateway {
         ),
     });
 
-    this.server = createGatewayServer(this.runtime, {
+    const hooks = {
       accepting: () => this.accepting,
       live: this.live,
       reload: () => this.reloadFromSource(),
-    });
+    };
+    const ownAdminPort = config.server.admin_port !== undefined;
+    this.server = createGatewayServer(this.runtime, hooks, { api: true, admin: !ownAdminPort });
+    this.adminServer = ownAdminPort
+      ? createGatewayServer(this.runtime, hooks, { api: false, admin: true })
+      : undefined;
     this.connections = new ConnectionGuard(this.server, maxConnectionsOf(config, this.fileLimit));
     this.server.on("request", (_req, res) => {
       this.activeRequests++;
@@ -402,7 +427,18 @@ export class Gateway {
     const gateway = new Gateway(config, options);
     await gateway.discovery.start();
     await gateway.waitForSharedStores();
-    await gateway.listen(options.listen ?? { host: config.server.host, port: config.server.port });
+    const at = options.listen ?? { host: config.server.host, port: config.server.port };
+    await gateway.listen(at);
+    if (gateway.adminServer !== undefined) {
+      const admin = { host: config.server.admin_host ?? at.host, port: config.server.admin_port! };
+      try {
+        gateway.adminAddress = await listenOn(gateway.adminServer, admin);
+      } catch (err) {
+        await gateway.close(0);
+        throw err;
+      }
+      gateway.runtime.logger.info({ url: gateway.adminUrl }, "admin API listening on its own port");
+    }
     gateway.health.start();
     gateway.loadPoller.start();
     return gateway;
@@ -429,9 +465,12 @@ export class Gateway {
   /** http://host:port of the listening server (loopback form for wildcard hosts). */
   get url(): string {
     if (this.address === undefined) throw new Error("gateway is not listening");
-    const { address, port, family } = this.address;
-    const host = address === "0.0.0.0" || address === "::" ? "127.0.0.1" : address;
-    return family === "IPv6" && host !== "127.0.0.1" ? `http://[${host}]:${port}` : `http://${host}:${port}`;
+    return urlOf(this.address);
+  }
+
+  /** http://host:port of the admin server (server.admin_port), if there is one. */
+  get adminUrl(): string | undefined {
+    return this.adminAddress === undefined ? undefined : urlOf(this.adminAddress);
   }
 
   /** Client connections the server holds now (admin views, and tests that must know a socket was accepted). */
@@ -445,15 +484,8 @@ export class Gateway {
     return this.address?.port ?? 0;
   }
 
-  private listen(at: { host: string; port: number }): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.server.once("error", reject);
-      this.server.listen(at.port, at.host, () => {
-        this.server.off("error", reject);
-        this.address = this.server.address() as AddressInfo;
-        resolve();
-      });
-    });
+  private async listen(at: { host: string; port: number }): Promise<void> {
+    this.address = await listenOn(this.server, at);
   }
 
   /** Applies a new config: backends added/updated/removed, affinity, health, admission, routing settings. */
@@ -502,6 +534,12 @@ export class Gateway {
     this.connections.setLimit(maxConnectionsOf(config, this.fileLimit));
     rt.metrics.initTiers(rt.registry.tiers());
     const previous = rt.settings.config;
+    if (
+      previous.server.admin_port !== config.server.admin_port ||
+      previous.server.admin_host !== config.server.admin_host
+    ) {
+      changed.push("server.admin_port/admin_host changed: takes effect at the next restart");
+    }
     if (previous.server.host !== config.server.host || previous.server.port !== config.server.port) {
       changed.push("server.host/port changed: takes effect at the next restart");
     }
@@ -576,6 +614,10 @@ export class Gateway {
     this.accepting = false;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
+    const adminClosed = new Promise<void>((resolve) =>
+      this.adminServer === undefined ? resolve() : this.adminServer.close(() => resolve()),
+    );
+    this.adminServer?.closeAllConnections();
     if (this.activeRequests > 0) {
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
@@ -612,5 +654,6 @@ export class Gateway {
     await this.runtime.budgets.flush();
     await this.runtime.budgets.close();
     await closed;
+    await adminClosed;
   }
 }

@@ -56,7 +56,17 @@ const LINGER_MS = 5000;
 /** What stays answered while a shutdown drains: liveness, readiness (which says so) and metrics. */
 const DURING_SHUTDOWN = new Set(["GET /healthz", "GET /readyz", "GET /metrics"]);
 
-export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Server {
+/** What one listening server answers: the API (with /healthz, /readyz, /metrics), /admin, or both. */
+export interface ServerSurface {
+  api: boolean;
+  admin: boolean;
+}
+
+export function createGatewayServer(
+  rt: GatewayRuntime,
+  hooks: ServerHooks,
+  surface: ServerSurface = { api: true, admin: true },
+): Server {
   const routes = new Map<string, Handler>([
     ["POST /v1/chat/completions", (req, res, ctx) => handleCompletion(rt, "chat", req, res, ctx)],
     ["POST /v1/completions", (req, res, ctx) => handleCompletion(rt, "completions", req, res, ctx)],
@@ -154,10 +164,14 @@ export function createGatewayServer(rt: GatewayRuntime, hooks: ServerHooks): Ser
         ctx.apiKey = requireApiKey(req.headersDistinct, rt.settings.apiKeys);
       if (!hooks.accepting() && !DURING_SHUTDOWN.has(`${method} ${path}`))
         throw new GatewayError("shutting_down", "the gateway is shutting down", { retryAfterSeconds: 1 });
+      // With server.admin_port, each port answers its own part (and /healthz, for the probes of either).
+      const admin = path === "/admin" || path.startsWith("/admin/");
+      if (admin ? !surface.admin : !surface.api && path !== "/healthz")
+        throw new GatewayError("not_found", `no route ${method} ${path} on this port`);
       const handler = routes.get(`${method} ${path}`);
       if (handler !== undefined) await handler(req, res, ctx);
+      else if (admin) await handleAdmin(rt, hooks, req, res, path);
       else if (isStoredResponsePath(path)) await handleStoredResponse(rt, req, res, ctx);
-      else if (path === "/admin" || path.startsWith("/admin/")) await handleAdmin(rt, hooks, req, res, path);
       else if (knownPaths.has(path))
         throw new GatewayError("method_not_allowed", `${method} is not allowed on ${path}`);
       else throw new GatewayError("not_found", `no route ${method} ${path}`);
