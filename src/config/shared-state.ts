@@ -26,21 +26,42 @@ const keyPrefix = z
   .string({ error: "must be a string" })
   .regex(/^[A-Za-z0-9:._-]{1,64}$/, { error: "must be 1-64 of letters, digits, ':', '.', '_' or '-'" });
 
+const envName = z
+  .string({ error: "must be an environment variable name" })
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "must be an environment variable name" });
+
 function storeSchema(defaultPrefix: string) {
   const memory = z.strictObject({ kind: z.literal("memory") });
   const redis = z.strictObject({
     kind: z.literal("redis"),
-    url: redisUrl,
+    /** Unset only when url_env names the variable holding it. */
+    url: redisUrl.optional(),
     /** A store call slower than this fails open: the replica decides locally (never fails the request). */
     timeout_ms: positiveInt("a positive integer (milliseconds)")
       .max(10_000, { error: "must be at most 10000" })
       .default(50),
     /** Every key starts with it, so several gateways (or tests) can share one Redis. */
     key_prefix: keyPrefix.default(defaultPrefix),
+    /** The environment variable holding the whole URL (a Kubernetes Secret's key): it replaces `url`. */
+    url_env: envName.optional(),
+    /** The environment variable holding the password (Redis AUTH, Valkey's requirepass): it replaces the URL's. */
+    password_env: envName.optional(),
+    /** Speak TLS even to a redis:// URL (rediss:// always does). */
+    tls: z.boolean({ error: "must be true or false" }).optional(),
+    /** A PEM file of the CA that signed the server's certificate (a private CA); unset: the system's CAs. */
+    tls_ca_file: z.string({ error: "must be a file path" }).min(1).optional(),
   });
   return z
     .discriminatedUnion("kind", [memory, redis], {
       error: "must be {kind: memory} or {kind: redis, url, timeout_ms, key_prefix}",
+    })
+    .superRefine((store, ctx) => {
+      if (store.kind === "redis" && store.url === undefined && store.url_env === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["url"],
+          message: "must be a redis:// URL",
+        });
     })
     .default({ kind: "memory" });
 }

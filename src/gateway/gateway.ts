@@ -35,6 +35,7 @@ import { createClassifierAsk } from "./classifier-client.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayRuntime, RuntimeSettings } from "./runtime.js";
 import { clientTimeoutsMs, createGatewayServer } from "./server.js";
+import { redisConnection, redisEnvProblems } from "../store/redis-connection.js";
 import { UpstreamPools } from "./upstream-pools.js";
 import { GatewayError } from "../core/errors.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
@@ -104,9 +105,13 @@ function budgetSettings(config: GatewayConfig): BudgetSettings {
   };
 }
 
-/** Refuses a config whose backends name API-key variables that are not set. */
+/** Refuses a config whose backends or stores name environment variables (or files) that are not there. */
 function checkEnvironment(config: GatewayConfig, source: string): void {
   const problems = missingApiKeyEnv(config.backends);
+  if (config.affinity.store.kind === "redis")
+    problems.push(...redisEnvProblems(config.affinity.store, "affinity.store"));
+  if (config.admission.store.kind === "redis")
+    problems.push(...redisEnvProblems(config.admission.store, "admission.store"));
   if (problems.length > 0) throw new ConfigError(source, problems);
 }
 
@@ -159,7 +164,7 @@ function createBudgetStore(config: GatewayConfig, metrics: GatewayMetrics, logge
   if (store.kind === "memory") return new TokenBudgets(budgetSettings(config));
   return new RedisBudgetStore(budgetSettings(config), {
     keyPrefix: store.key_prefix,
-    link: { url: store.url, timeoutMs: store.timeout_ms, logger, health: metrics.budgetStore },
+    link: { ...redisConnection(store), timeoutMs: store.timeout_ms, logger, health: metrics.budgetStore },
   });
 }
 
@@ -257,8 +262,9 @@ export class Gateway {
     });
     const storeConfig = config.affinity.store;
     if (storeConfig.kind === "redis") {
+      const connection = redisConnection(storeConfig);
       const link = new RedisLink({
-        url: storeConfig.url,
+        ...connection,
         timeoutMs: storeConfig.timeout_ms,
         name: "bindings",
         scripts: BINDING_SCRIPTS,
@@ -281,10 +287,11 @@ export class Gateway {
       sharedBindings = replicated;
       replicated.useInvalidations(
         new RedisSubscription(
-          storeConfig.url,
+          connection.url,
           remote.invalidationChannel,
           (message) => replicated.invalidate(message),
           () => replicated.forgetConfirmed(),
+          connection.tls,
         ),
       );
     }

@@ -1,5 +1,6 @@
 // A Redis connection that fails open: every call has a deadline, a failure is counted and logged once per outage.
 import { createHash } from "node:crypto";
+import type { ConnectionOptions } from "node:tls";
 import { Redis } from "ioredis";
 
 /** What a failed-open call resolves to: the caller decides locally instead. */
@@ -14,6 +15,8 @@ export interface StoreHealthSink {
 
 export interface RedisLinkOptions {
   url: string;
+  /** TLS options beyond the URL's scheme (redis-connection.ts): a private CA. */
+  tls?: ConnectionOptions | undefined;
   timeoutMs: number;
   /** For the log lines: which store this link serves. */
   name: string;
@@ -59,6 +62,7 @@ export class RedisLink {
       maxRetriesPerRequest: 0,
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS),
       lazyConnect: false,
+      ...(options.tls === undefined ? {} : { tls: options.tls }),
     });
     this.client.on("ready", () => void this.loadScriptsThenRecover());
     // Without a listener ioredis would print every failed reconnect; the outage is logged once instead.

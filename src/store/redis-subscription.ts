@@ -1,4 +1,5 @@
 // One Redis pub/sub channel on a connection of its own: the invalidations that let a replica trust its cache.
+import type { ConnectionOptions } from "node:tls";
 import { Redis } from "ioredis";
 
 /** Reconnect delays grow to this and stay there (as the command link's do). */
@@ -20,6 +21,8 @@ export class RedisSubscription {
     private readonly channel: string,
     private readonly onMessage: (message: string) => void,
     private readonly onLost: () => void,
+    /** TLS options beyond the URL's scheme (redis-connection.ts): a private CA. */
+    tls?: ConnectionOptions,
   ) {
     this.client = new Redis(url, {
       enableOfflineQueue: true,
@@ -27,6 +30,7 @@ export class RedisSubscription {
       autoResubscribe: false,
       maxRetriesPerRequest: null,
       retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), MAX_RECONNECT_DELAY_MS),
+      ...(tls === undefined ? {} : { tls }),
     });
     this.client.on("ready", () => void this.subscribe());
     this.client.on("message", (from: string, message: string) => {
