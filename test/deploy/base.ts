@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { ConfigMap, Service, type IConfigMap, type IService, type IContainer } from "kubernetes-models/v1";
 import { Deployment, StatefulSet, type IDeployment, type IStatefulSet } from "kubernetes-models/apps/v1";
 import { PodDisruptionBudget, type IPodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { NetworkPolicy, type INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { renderKustomization, type Manifest } from "./kustomize.js";
 
 export const repoPath = (relative: string): string =>
@@ -22,6 +23,8 @@ const VALIDATORS: Record<string, (doc: Manifest) => void> = {
   "apps/v1/StatefulSet": (doc) => new StatefulSet(doc as unknown as IStatefulSet).validate(),
   "policy/v1/PodDisruptionBudget": (doc) =>
     new PodDisruptionBudget(doc as unknown as IPodDisruptionBudget).validate(),
+  "networking.k8s.io/v1/NetworkPolicy": (doc) =>
+    new NetworkPolicy(doc as unknown as INetworkPolicy).validate(),
 };
 
 /** Throws (with the schema's messages) unless `doc` is a valid object of a kind the base may hold. */
@@ -40,6 +43,7 @@ export interface RenderedBase {
   services: IService[];
   configMaps: IConfigMap[];
   pdbs: IPodDisruptionBudget[];
+  networkPolicies: INetworkPolicy[];
 }
 
 /** The base rendered and every object validated; then typed views (safe only after validation). */
@@ -54,6 +58,7 @@ export function renderBase(dir = BASE_DIR): RenderedBase {
     services: ofKind<IService>("Service"),
     configMaps: ofKind<IConfigMap>("ConfigMap"),
     pdbs: ofKind<IPodDisruptionBudget>("PodDisruptionBudget"),
+    networkPolicies: ofKind<INetworkPolicy>("NetworkPolicy"),
   };
 }
 

@@ -47,8 +47,12 @@ describe("the rendered base", () => {
       [
         "ConfigMap/agent-serve-config",
         "Deployment/agent-serve",
+        "NetworkPolicy/agent-serve",
+        "NetworkPolicy/redis",
+        "NetworkPolicy/vllm",
         "PodDisruptionBudget/agent-serve",
         "Service/agent-serve",
+        "Service/agent-serve-admin",
         "Service/agent-serve-metrics",
         "Service/redis",
         "Service/vllm-small",

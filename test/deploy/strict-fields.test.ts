@@ -17,6 +17,10 @@ const TYPES: Record<string, { module: string; type: string }> = {
   "apps/v1/Deployment": { module: "kubernetes-models/apps/v1", type: "IDeployment" },
   "apps/v1/StatefulSet": { module: "kubernetes-models/apps/v1", type: "IStatefulSet" },
   "policy/v1/PodDisruptionBudget": { module: "kubernetes-models/policy/v1", type: "IPodDisruptionBudget" },
+  "networking.k8s.io/v1/NetworkPolicy": {
+    module: "kubernetes-models/networking.k8s.io/v1",
+    type: "INetworkPolicy",
+  },
 };
 
 /** The compiler's messages about `docs` written as typed literals (empty when every field is known). */
