@@ -72,7 +72,7 @@ function imageEnv(): Record<string, string> {
 const CONTAINER_ADDRESS = "10.88.0.2";
 
 /** Network namespaces without privileges (user namespaces): what this test runs the container command in. */
-const canUnshare = spawnSync("unshare", ["-rn", "true"]).status === 0;
+const canUnshare = spawnSync("unshare", ["-rn", "ip", "link", "set", "lo", "up"]).status === 0;
 
 /** Runs `args` after the image's entrypoint, in the image's workdir layout, inside a fresh network namespace. */
 function runInNamespace(
