@@ -9,6 +9,10 @@ export interface ChatTurnRequest {
   tierHint?: string;
   maxTokens: number;
   stream: boolean;
+  /** More request headers (a client's own session signal, e.g. x-claude-code-session-id). */
+  headers?: Readonly<Record<string, string>>;
+  /** More body fields (e.g. vLLM's ignore_eos for replies of exactly max_tokens). */
+  extraBody?: Readonly<Record<string, unknown>>;
 }
 
 export interface ChatTurnResult {
@@ -78,7 +82,7 @@ export async function sendChatTurn(
   nowMs: () => number,
 ): Promise<ChatTurnResult> {
   const started = nowMs();
-  const headers: Record<string, string> = { "content-type": "application/json" };
+  const headers: Record<string, string> = { ...request.headers, "content-type": "application/json" };
   if (request.sessionId !== undefined) headers["x-session-id"] = request.sessionId;
   if (request.tierHint !== undefined) headers["x-tier-hint"] = request.tierHint;
   const body = JSON.stringify({
@@ -87,6 +91,7 @@ export async function sendChatTurn(
     max_tokens: request.maxTokens,
     stream: request.stream,
     ...(request.stream ? { stream_options: { include_usage: true } } : {}),
+    ...request.extraBody,
   });
   let status = 0;
   try {

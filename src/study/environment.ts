@@ -22,6 +22,8 @@ export interface EngineSpec {
   maxInflight?: number;
   /** backends[].weight (default 1). */
   weight?: number;
+  /** The engine's context window in tokens (vLLM's --max-model-len; default the profile's). */
+  maxModelLen?: number;
 }
 
 export interface EnvironmentSpec {
@@ -51,6 +53,7 @@ function startEngine(spec: EnvironmentSpec, index: number): Promise<EngineHandle
     model: engine.model,
     timeScale: spec.timeScale,
     seed: spec.seed + index,
+    ...(engine.maxModelLen === undefined ? {} : { maxModelLen: engine.maxModelLen }),
   });
 }
 
@@ -167,6 +170,7 @@ export class StudyEnvironment implements StudyTarget {
         timeScale: this.spec.timeScale,
         port: old.port,
         seed: this.spec.seed + 100,
+        ...(spec.maxModelLen === undefined ? {} : { maxModelLen: spec.maxModelLen }),
       }),
     );
   }
