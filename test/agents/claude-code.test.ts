@@ -1,0 +1,12 @@
+// claude-code, installed from npm, finishes a scripted task through the gateway offline (loopback-only namespace).
+import { test } from "vitest";
+import { claudeCode } from "./clis.js";
+import { AGENT_TEST_TIMEOUT_MS, checkAgentTask } from "./task.js";
+
+test(
+  "claude-code: four model calls, three tool calls, all on one engine by its own session",
+  async () => {
+    await checkAgentTask(claudeCode);
+  },
+  AGENT_TEST_TIMEOUT_MS,
+);

@@ -1,0 +1,12 @@
+// opencode, installed from npm, finishes a scripted task through the gateway offline (loopback-only namespace).
+import { test } from "vitest";
+import { openCode } from "./clis.js";
+import { AGENT_TEST_TIMEOUT_MS, checkAgentTask } from "./task.js";
+
+test(
+  "opencode: four model calls, three tool calls, all on one engine by its own session",
+  async () => {
+    await checkAgentTask(openCode);
+  },
+  AGENT_TEST_TIMEOUT_MS,
+);

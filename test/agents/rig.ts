@@ -1,0 +1,201 @@
+// The coding-agent rig: scripted engines and a gateway inside a loopback-only namespace, and the CLIs run there.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startNetns, type Netns, type NsExit, type NsProcess } from "./netns.js";
+
+export const AGENT_MODEL = "sim-model";
+export const AGENT_KEY = "sk-agent-test";
+const CLI_TS = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
+export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ENGINE_COUNT = 2;
+/** The longest one CLI run may take: startup and four scripted turns on instant engines. */
+export const AGENT_RUN_TIMEOUT_MS = 150_000;
+
+/** One scripted turn of the engines: call this tool with these arguments (the last turn of a script is text). */
+export interface ScriptToolCall {
+  tool: string;
+  /** For a function inside a Responses `namespace` tool (Codex's multi_agent_v1). */
+  namespace?: string;
+  arguments: Record<string, unknown>;
+}
+
+/** A gateway request log line (the fields the tests read). */
+export interface RequestLine {
+  path: string;
+  status: number;
+  session?: string;
+  session_source?: string;
+  backend?: string;
+  hit?: boolean;
+  reason?: string;
+  [field: string]: unknown;
+}
+
+export interface AgentRun {
+  exit: NsExit;
+  output: string;
+  workdir: string;
+}
+
+export interface AgentCommand {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+export interface AgentRig {
+  readonly gatewayUrl: string;
+  readonly engineUrls: string[];
+  /** Runs a CLI inside the namespace with only the given env (plus PATH), cwd = workdir. */
+  run(cmd: AgentCommand, workdir: string): Promise<AgentRun>;
+  /** The gateway's request lines for model calls so far (some may still wait in its log batch). */
+  modelCalls(): RequestLine[];
+  /** Stops the gateway (SIGTERM: it drains and writes every log line) and returns all its model calls. */
+  stopGateway(): Promise<RequestLine[]>;
+  /** Everything the gateway and engines printed (for failure messages). */
+  logs(): string;
+  close(): Promise<void>;
+}
+
+const MODEL_PATH = /^\/v1\/(messages|responses|chat\/completions)(\?|$)/;
+
+/** The gateway config: two engines of one tier serving AGENT_MODEL. */
+function gatewayConfig(engineUrls: string[]): object {
+  return {
+    server: { host: "127.0.0.1", port: 0 },
+    backends: engineUrls.map((url, i) => ({
+      id: `engine-${i}`,
+      tier: "small",
+      base_url: url,
+      model: AGENT_MODEL,
+    })),
+    routing: { default_tier: "small" },
+  };
+}
+
+/**
+ * Starts the namespace, ENGINE_COUNT engines answering from `script` (each request's step is the number of
+ * tool results it already holds), and a gateway in front of them.
+ */
+export async function startAgentRig(script: ScriptToolCall[]): Promise<AgentRig> {
+  const root = mkdtempSync(join(tmpdir(), "agent-serve-agents-"));
+  const ns: Netns = await startNetns();
+  const procs: NsProcess[] = [];
+  try {
+    const scriptPath = join(root, "script.json");
+    writeFileSync(scriptPath, JSON.stringify(script));
+    const engines = await Promise.all(
+      Array.from({ length: ENGINE_COUNT }, async () => {
+        const proc = startEngine(ns, scriptPath);
+        procs.push(proc);
+        const match = await proc.waitForLine(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+        return match[1]!;
+      }),
+    );
+    const configPath = join(root, "gateway.json");
+    writeFileSync(configPath, JSON.stringify(gatewayConfig(engines)));
+    const gateway = ns.spawn(
+      process.execPath,
+      ["--import", "tsx", CLI_TS, "gateway", "--config", configPath, "--log-level", "info"],
+      { cwd: REPO_ROOT, timeoutMs: 10 * AGENT_RUN_TIMEOUT_MS },
+    );
+    procs.push(gateway);
+    const port = (await gateway.waitForLine(/gateway listening on [^\s"]*:(\d+)/))[1]!;
+    return {
+      gatewayUrl: `http://127.0.0.1:${port}`,
+      engineUrls: engines,
+      async run(cmd, workdir) {
+        const proc = ns.spawn(cmd.command, cmd.args, {
+          cwd: workdir,
+          env: { PATH: process.env["PATH"] ?? "/usr/bin:/bin", ...cmd.env },
+          timeoutMs: AGENT_RUN_TIMEOUT_MS,
+        });
+        procs.push(proc);
+        const exit = await proc.exited;
+        return { exit, output: proc.output(), workdir };
+      },
+      modelCalls: () => requestLines(gateway.stdout()).filter((line) => MODEL_PATH.test(line.path)),
+      async stopGateway() {
+        gateway.signal("SIGTERM");
+        const exit = await gateway.exited;
+        if (exit.code !== 0)
+          throw new Error(`gateway exited ${exit.code ?? exit.signal}:\n${gateway.output()}`);
+        return requestLines(gateway.stdout()).filter((line) => MODEL_PATH.test(line.path));
+      },
+      logs: () => procs.map((p) => p.output()).join("\n----\n"),
+      async close() {
+        await ns.close();
+        rmSync(root, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await ns.close();
+    rmSync(root, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+export interface AgentDirs {
+  /** The CLI's HOME: its settings, sessions and logs go there. */
+  home: string;
+  /** Its working directory: the task's files are written there. */
+  workdir: string;
+  remove(): void;
+}
+
+/** A fresh HOME and working directory for one CLI run (before the rig starts: scripts name absolute paths). */
+export function makeAgentDirs(label: string): AgentDirs {
+  const root = mkdtempSync(join(tmpdir(), `agent-serve-${label}-`));
+  const home = join(root, "home");
+  const workdir = join(root, "work");
+  mkdirSync(home);
+  mkdirSync(workdir);
+  return { home, workdir, remove: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+/** An engine process inside the namespace: `agent-serve sim --script`, or AGENT_TEST_ENGINE while that lands. */
+function startEngine(ns: Netns, scriptPath: string): NsProcess {
+  const override = process.env["AGENT_TEST_ENGINE"];
+  if (override !== undefined)
+    return ns.spawn(process.execPath, [override, "/dev/null"], {
+      env: { ...process.env, SCRIPT_FILE: scriptPath },
+      timeoutMs: 10 * AGENT_RUN_TIMEOUT_MS,
+    });
+  return ns.spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      CLI_TS,
+      "sim",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--profile",
+      "instant",
+      "--model",
+      AGENT_MODEL,
+      "--script",
+      scriptPath,
+    ],
+    { cwd: REPO_ROOT, timeoutMs: 10 * AGENT_RUN_TIMEOUT_MS },
+  );
+}
+
+/** The gateway's JSON log lines whose msg is "request". */
+export function requestLines(stdout: string): RequestLine[] {
+  const lines: RequestLine[] = [];
+  for (const text of stdout.split("\n")) {
+    if (!text.startsWith("{")) continue;
+    try {
+      const line = JSON.parse(text) as { msg?: unknown } & RequestLine;
+      if (line.msg === "request" && typeof line.path === "string") lines.push(line);
+    } catch {
+      // a line cut by the kept-output window
+    }
+  }
+  return lines;
+}
