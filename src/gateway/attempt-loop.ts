@@ -37,6 +37,8 @@ export interface RoutedRequest {
   tier: string;
   tierSource: TierSource;
   sessionId: string | undefined;
+  /** Which of affinity.session_keys named the session (x_agent_serve.session_source). */
+  sessionSource: string | undefined;
   /** The engine path (`/v1/chat/completions`, ...). */
   path: string;
   bodies: UpstreamBodies;
@@ -114,6 +116,7 @@ export async function runAttemptLoop(
           stream: request.stream,
           meta: {
             session_id: sessionId ?? null,
+            session_source: request.sessionSource ?? null,
             tier,
             tier_source: request.tierSource,
             backend_id: backend.id,

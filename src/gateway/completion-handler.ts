@@ -6,6 +6,7 @@ import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
+import { identifySession } from "./session-identity.js";
 import type { RequestContext } from "./request-context.js";
 import { continuedConversation, rememberResponse } from "./response-chain.js";
 import type { TierSource } from "../routing/tier-router.js";
@@ -41,10 +42,16 @@ export async function handleCompletion(
   const request = parseCompletionRequest(raw, endpoint);
   if (settings.config.server.log_prompts) ctx.prompt = lastTurnText(request);
 
-  // A Responses request continuing a stored response must reach the engine that stores it.
-  const conversation = continuedConversation(rt, request, admission.client.sessionId, ctx.requestId);
+  // The session: the first of affinity.session_keys the request carries. A Responses request continuing a
+  // stored response must reach the engine that stores it.
+  const sessionKeys = settings.config.affinity.session_keys;
+  const chained = endpoint === "responses" && (request.previousResponseId !== undefined || request.store);
+  const identity = identifySession(req.headersDistinct, request.body, sessionKeys, chained);
+  const named = typeof identity === "object" ? identity : undefined;
+  const conversation = continuedConversation(rt, request, named?.key, ctx.requestId, identity !== undefined);
   const sessionId = conversation.sessionKey;
   ctx.sessionId = sessionId;
+  ctx.sessionSource = sessionId === undefined ? undefined : (named?.source ?? "responses_chain");
   const client = { ...admission.client, sessionId };
   // The budget hold starts now so that, with both stores in Redis, its round trip runs alongside the binding
   // lookup's instead of after it. A handler is attached at once (a refusal is awaited, and thrown, below).
@@ -87,6 +94,7 @@ export async function handleCompletion(
         tier,
         tierSource,
         sessionId,
+        sessionSource: ctx.sessionSource,
         path: PATHS[endpoint],
         bodies: new UpstreamBodies(raw, request, hold?.clampedMaxTokens),
         stream: request.stream,

@@ -214,6 +214,7 @@ export function createGatewayServer(
         status,
         ms: Math.round(durationMs * 10) / 10,
         session: ctx.sessionId,
+        sessionSource: ctx.sessionSource,
         agent: ctx.agentId,
         tier: ctx.tier,
         backend: ctx.backend,

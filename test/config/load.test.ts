@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { DEFAULT_SESSION_KEYS } from "../../src/config/schema.js";
 import {
   ConfigError,
   formatPath,
@@ -81,6 +82,7 @@ describe("the shipped configs/gateway.yaml", () => {
         max_blocks: 256,
         lru_capacity_per_backend: 31_250,
       },
+      session_keys: DEFAULT_SESSION_KEYS,
       store: { kind: "memory" },
     });
     expect(config.health).toEqual({
@@ -187,6 +189,7 @@ describe("defaults", () => {
         max_blocks: 256,
         lru_capacity_per_backend: 31_250,
       },
+      session_keys: DEFAULT_SESSION_KEYS,
       store: { kind: "memory" },
     });
     expect(config.server.port).toBe(0);
