@@ -435,7 +435,43 @@ export const gatewayConfigSchema = z
         });
       }
     }
+    for (const { path, message } of outOfBounds(config, [])) ctx.addIssue({ code: "custom", path, message });
   });
+
+/** Node's timers take at most 2^31-1 ms (24.8 days): a longer one fires at once, so no duration may exceed it. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Sizes in bytes: at most 2 GiB - 1, what node's buffers and counters handle everywhere. */
+export const MAX_SIZE_BYTES = 2 ** 31 - 1;
+
+/**
+ * Every duration (`*_seconds`, `*_ms`) and size (`*_bytes`) anywhere in the config, checked against the limits
+ * above by its name's unit, so a key added later is bounded without being listed here.
+ */
+function outOfBounds(
+  value: unknown,
+  path: (string | number)[],
+): { path: (string | number)[]; message: string }[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => outOfBounds(item, [...path, i]));
+  if (typeof value !== "object" || value === null) return [];
+  const problems: { path: (string | number)[]; message: string }[] = [];
+  for (const [key, item] of Object.entries(value)) {
+    if (typeof item !== "number") {
+      problems.push(...outOfBounds(item, [...path, key]));
+      continue;
+    }
+    const limit = key.endsWith("_seconds")
+      ? { max: MAX_TIMER_MS / 1000, text: `${MAX_TIMER_MS / 1000} (node's timer limit, 24.8 days)` }
+      : key.endsWith("_ms")
+        ? { max: MAX_TIMER_MS, text: `${MAX_TIMER_MS} (node's timer limit, 24.8 days)` }
+        : key.endsWith("_bytes")
+          ? { max: MAX_SIZE_BYTES, text: `${MAX_SIZE_BYTES} (2 GiB)` }
+          : undefined;
+    if (limit !== undefined && item > limit.max) {
+      problems.push({ path: [...path, key], message: `must be at most ${limit.text}` });
+    }
+  }
+  return problems;
+}
 
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type BackendConfig = GatewayConfig["backends"][number];

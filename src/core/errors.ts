@@ -39,6 +39,7 @@ const CODES = {
   invalid_config: { status: 400, type: "invalid_request_error" },
   usage_error: { status: 400, type: "invalid_request_error" }, // bad command-line usage (exit 2)
   engine_unavailable: { status: 503, type: "service_unavailable_error" }, // llama.cpp cannot load here
+  engine_start_failed: { status: 503, type: "service_unavailable_error" }, // `start` could not launch an engine
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof CODES;

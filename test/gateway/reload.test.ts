@@ -125,4 +125,20 @@ describe("config reload", () => {
     expect(reloaded.status).toBe(200);
     expect(metaOf((await chat(url, { messages: templated })).json).reason).toBe("no_session");
   });
+
+  it("says so when a reload changes nothing, and names the sections that changed otherwise", async () => {
+    engines.push(await startSimEngine({ model: SMALL_MODEL }));
+    const list = [{ id: "small-0", url: engines.at(-1)!.url }];
+    const dir = await mkdtemp(join(tmpdir(), "agent-serve-reload-"));
+    const path = join(dir, "gateway.yaml");
+    await writeFile(path, yaml(list));
+    gateway = await Gateway.start(await loadConfigFile(path, {}), {
+      logger: pino({ level: "silent" }),
+      listen: { host: "127.0.0.1", port: 0 },
+      loadConfig: () => loadConfigFile(path, {}),
+    });
+    expect(gateway.reload(await loadConfigFile(path, {}))).toEqual({ changed: [] });
+    await writeFile(path, yaml(list, "affinity: {load_factor: 2}"));
+    expect(gateway.reload(await loadConfigFile(path, {})).changed).toEqual(["changed: affinity"]);
+  });
 });
