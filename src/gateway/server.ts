@@ -189,6 +189,13 @@ export function createGatewayServer(
       }
       const headers: Record<string, string> = { ...error.headers(), "x-request-id": ctx.requestId };
       if (ctx.tier !== undefined) headers["x-agent-serve-tier"] = ctx.tier;
+      if (!req.complete) {
+        // The connection ends after this answer: the client is told so, and node's own close of it (destroySoon,
+        // a reset while the client still writes) becomes a lingering close.
+        headers["connection"] = "close";
+        const socket = req.socket;
+        socket.destroySoon = () => lingerThenClose(socket, lingering);
+      }
       writeJson(res, error.status, error.toJSON(), headers);
       // A body left unread (too large, or refused before reading) is read on and discarded, a bounded
       // amount, so that the client reads this answer before the connection is cut.
