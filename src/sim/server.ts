@@ -22,6 +22,8 @@ import { GenerationResponse, type ResponseHost, type ResponseOutcome } from "./g
 import { readJsonBody } from "./http-body.js";
 import type { SimMetrics } from "./metrics.js";
 import { answerInfoRoute, type InfoSource } from "./info-routes.js";
+import { parseMessagesRequest } from "./messages-request.js";
+import { MessagesResponse } from "./messages-response.js";
 import type { Usage } from "./openai-shapes.js";
 import type { SimProfile } from "./profiles.js";
 import { planChatReply } from "./reply-plan.js";
@@ -198,6 +200,12 @@ export class SimServer {
     const url = req.url ?? "/";
     const query = url.indexOf("?");
     const path = query < 0 ? url : url.slice(0, query);
+    if (path === "/v1/messages" || path === "/v1/messages/count_tokens") {
+      if (this.fault.kind === "hang") return;
+      if (req.method !== "POST") return sendRouteError(res, 405);
+      this.handleMessages(path, req, res).catch((err: unknown) => this.failAnthropic(res, err));
+      return;
+    }
     if (ResponsesApi.owns(path)) {
       if (this.fault.kind === "hang") return;
       this.handleResponses(path, req, res).catch((err: unknown) => this.fail(res, err));
@@ -275,6 +283,87 @@ export class SimServer {
     }
     if (this.fault.kind === "hang" || this.dead || res.destroyed) return;
     this.start(request, prompts, res, endpoint);
+  }
+
+  /** The Anthropic Messages API, on the same engine path as chat: the request becomes chat turns. */
+  private async handleMessages(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const countOnly = path.endsWith("/count_tokens");
+    if (!countOnly) this.counters.requestsReceived += 1;
+    const request = parseMessagesRequest(
+      await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes),
+      countOnly,
+    );
+    checkServedModel(request.model, this.deps.model);
+    const offerTools = request.toolChoice !== "none" && request.chatTools.length > 0;
+    const promptTokenIds = renderChat(request.messages, {
+      tools: offerTools ? request.chatTools : undefined,
+    });
+    if (countOnly) return writeJson(res, 200, { input_tokens: promptTokenIds.length });
+    const limit = this.deps.maxModelLen;
+    if (promptTokenIds.length + request.maxTokens > limit) {
+      throw new SimRequestError(
+        `This model's maximum context length is ${limit} tokens. However, you requested ` +
+          `${promptTokenIds.length + request.maxTokens} tokens (${promptTokenIds.length} in the messages, ` +
+          `${request.maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+      );
+    }
+    this.injectFaults();
+    if (this.fault.kind === "slow") await this.sleep(this.fault.extraLatencyMs);
+    if (this.dead || res.destroyed) return;
+    const seed = this.deps.seed;
+    const script = planChatReply(
+      {
+        messages: request.messages,
+        toolFunctions: request.toolFunctions,
+        toolChoice: request.toolChoice,
+        parallelToolCalls: true,
+        outputFormat: { kind: "text" },
+      },
+      this.deps.toolCallRates,
+      { promptTokenIds, seed, choiceIndex: 0 },
+    );
+    const engineRequest = createEngineRequest({
+      id: `msg-${randomUUID()}`,
+      promptTokenIds,
+      maxTokens: request.maxTokens,
+      maxModelLen: limit,
+      stop: this.deps.profile.stop,
+      seed,
+      choiceIndex: 0,
+      cacheSalt: undefined,
+      scriptedText: script?.text,
+    });
+    const response = new MessagesResponse({
+      res,
+      host: this.responseHost,
+      model: this.deps.model,
+      stream: request.stream,
+      engineRequest,
+      toolPlan: script?.toolPlan,
+      promptTokens: promptTokenIds.length,
+    });
+    this.deps.loop.submit(engineRequest, response);
+  }
+
+  /** Errors of the Messages routes in Anthropic's envelope, as vLLM's Anthropic endpoint answers them. */
+  private failAnthropic(res: ServerResponse, err: unknown): void {
+    const error =
+      err instanceof SimRequestError
+        ? err
+        : new SimRequestError(
+            `Internal server error: ${err instanceof Error ? err.message : String(err)}`,
+            500,
+          );
+    if (error.status >= 500) this.counters.requestsFailed += 1;
+    else this.counters.requestsRejected += 1;
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    writeJson(res, error.status, {
+      type: "error",
+      error: { type: anthropicErrorType(error.status), message: error.message },
+    });
   }
 
   /** The Responses API: creation counts as a generation request (and meets injected faults); reads do not. */
@@ -404,4 +493,15 @@ export class SimServer {
       this.timers.add(timer);
     });
   }
+}
+
+/** Anthropic's error type for a status. */
+export function anthropicErrorType(status: number): string {
+  if (status === 401) return "authentication_error";
+  if (status === 403) return "permission_error";
+  if (status === 404) return "not_found_error";
+  if (status === 413) return "request_too_large";
+  if (status === 429) return "rate_limit_error";
+  if (status === 503 || status === 529) return "overloaded_error";
+  return status >= 500 ? "api_error" : "invalid_request_error";
 }
