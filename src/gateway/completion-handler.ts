@@ -19,6 +19,7 @@ const PATHS: Record<Endpoint, string> = {
   chat: "/v1/chat/completions",
   completions: "/v1/completions",
   responses: "/v1/responses",
+  messages: "/v1/messages",
 };
 
 export async function handleCompletion(
@@ -27,6 +28,8 @@ export async function handleCompletion(
   req: IncomingMessage,
   res: ServerResponse,
   ctx: RequestContext,
+  /** POST /v1/messages/count_tokens: placed like the conversation, answered by its engine, never charged. */
+  countTokens = false,
 ): Promise<void> {
   const { settings } = rt;
   const admission = admit(
@@ -55,7 +58,9 @@ export async function handleCompletion(
   const client = { ...admission.client, sessionId };
   // The budget hold starts now so that, with both stores in Redis, its round trip runs alongside the binding
   // lookup's instead of after it. A handler is attached at once (a refusal is awaited, and thrown, below).
-  const holding = reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
+  const holding = countTokens
+    ? Promise.resolve(undefined)
+    : reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
   void holding.catch(() => undefined);
   let tier: string;
   let tierSource: TierSource;
@@ -95,10 +100,11 @@ export async function handleCompletion(
         tierSource,
         sessionId,
         sessionSource: ctx.sessionSource,
-        path: PATHS[endpoint],
+        path: countTokens ? "/v1/messages/count_tokens" : PATHS[endpoint],
         bodies: new UpstreamBodies(raw, request, hold?.clampedMaxTokens),
         stream: request.stream,
         responses: endpoint === "responses",
+        messages: endpoint === "messages",
         onlyBackend: conversation.owner?.id,
         placement: request,
       },
@@ -112,7 +118,7 @@ export async function handleCompletion(
     if (result.responseId !== undefined && request.store && sessionId !== undefined) {
       rememberResponse(rt, result.responseId, ctx.backend!, sessionId);
     }
-    usage = result.usage;
+    usage = countTokens ? undefined : result.usage;
     if (usage !== undefined) rt.metrics.tokens(tier, usage);
   } finally {
     // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended

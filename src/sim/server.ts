@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { systemClock } from "../core/clock.js";
+import { anthropicType } from "../core/errors.js";
 import type { Random } from "../core/random.js";
 import { renderChat } from "./chat-template.js";
 import { ResponseStore } from "./response-store.js";
@@ -362,7 +363,7 @@ export class SimServer {
     }
     writeJson(res, error.status, {
       type: "error",
-      error: { type: anthropicErrorType(error.status), message: error.message },
+      error: { type: anthropicType(error.status), message: error.message },
     });
   }
 
@@ -493,15 +494,4 @@ export class SimServer {
       this.timers.add(timer);
     });
   }
-}
-
-/** Anthropic's error type for a status. */
-export function anthropicErrorType(status: number): string {
-  if (status === 401) return "authentication_error";
-  if (status === 403) return "permission_error";
-  if (status === 404) return "not_found_error";
-  if (status === 413) return "request_too_large";
-  if (status === 429) return "rate_limit_error";
-  if (status === 503 || status === 529) return "overloaded_error";
-  return status >= 500 ? "api_error" : "invalid_request_error";
 }
