@@ -14,12 +14,12 @@ const END_ROLE = "\u0001";
 const END_MESSAGE = "\u0002";
 const TOOLS = "\u0003";
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The text parts of an OpenAI message content (a string, or an array of parts). */
-function contentText(content: unknown): string {
+/** The text of a content: a string, or parts/blocks with text (OpenAI parts, Anthropic blocks). */
+export function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
   let text = "";

@@ -1,5 +1,6 @@
 // Which session a request belongs to, from the signals clients already send (affinity.session_keys, in order).
 import { hashString } from "../affinity/hash.js";
+import { contentText, isRecord } from "../affinity/prefix-key.js";
 import type { SessionKeyConfig } from "../config/schema.js";
 import { GatewayError } from "../core/errors.js";
 import type { DistinctHeaders } from "./client-auth.js";
@@ -17,19 +18,6 @@ export type ChainDecides = "responses_chain";
 
 /** Characters of the thread's root (system prompt, then the first user turn) hashed into its key at most. */
 const THREAD_ROOT_MAX_CHARS = 16_384;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** The text of a content: a string, or parts/blocks with text (OpenAI parts, Anthropic blocks). */
-function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  let text = "";
-  for (const part of content) if (isRecord(part) && typeof part["text"] === "string") text += part["text"];
-  return text;
-}
 
 /**
  * A thread's root: its system prompt (Anthropic `system`, Responses `instructions`, the messages before the
