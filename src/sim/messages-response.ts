@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import type { RequestListener } from "./engine-loop.js";
+import { EventStreamResponse } from "./event-stream-response.js";
 import type { ResponseHost } from "./generation-response.js";
 import { usage as chatUsage } from "./openai-shapes.js";
 import type { EngineRequest } from "./request.js";
@@ -46,19 +47,17 @@ function toolId(callId: string | undefined): string {
   return `toolu_${(callId ?? randomUUID()).replace(/[^A-Za-z0-9]/g, "").slice(-24)}`;
 }
 
-export class MessagesResponse implements RequestListener {
+export class MessagesResponse extends EventStreamResponse implements RequestListener {
   private readonly id = `msg_${randomUUID().replaceAll("-", "")}`;
   private readonly streamer: ToolCallStreamer | undefined;
-  private readonly pending: string[] = [];
   private started = false;
   /** The index of the content block being streamed, and its kind; undefined when none is open. */
   private open: { index: number; kind: "text" | "tool_use" } | undefined;
   private blocks = 0;
   private sawToolUse = false;
-  private settled = false;
-  private eventsSent = 0;
 
   constructor(private readonly options: MessagesResponseOptions) {
+    super(options.res, options.host, options.engineRequest);
     if (options.toolPlan) this.streamer = new ToolCallStreamer(options.toolPlan);
     if (options.stream) {
       options.res.writeHead(200, {
@@ -66,11 +65,6 @@ export class MessagesResponse implements RequestListener {
         "cache-control": "no-cache",
       });
     }
-    options.res.on("close", () => {
-      if (this.settled) return;
-      this.settle("aborted");
-      options.host.abort([options.engineRequest]);
-    });
   }
 
   onToken(request: EngineRequest, tokenIndex: number): void {
@@ -217,56 +211,5 @@ export class MessagesResponse implements RequestListener {
     if (this.open === undefined) return;
     this.pending.push(event("content_block_stop", { index: this.open.index }));
     this.open = undefined;
-  }
-
-  private sendJson(json: string): boolean {
-    const res = this.options.res;
-    const fault = this.options.host.currentFault();
-    if (fault.kind === "hang") {
-      this.settle("stalled");
-      return false;
-    }
-    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(json) });
-    if (fault.kind === "cut_stream") {
-      this.settle("cut");
-      res.write(json.slice(0, Math.floor(json.length / 2)), () => res.destroy());
-      return false;
-    }
-    res.end(json);
-    return true;
-  }
-
-  /** Writes the queued events (ending the response if `end`) unless a fault intervenes, as the other APIs do. */
-  private flush(end: boolean): boolean {
-    const res = this.options.res;
-    if (this.settled || res.destroyed) return false;
-    const fault = this.options.host.currentFault();
-    if (fault.kind === "hang") {
-      this.pending.length = 0;
-      this.settle("stalled");
-      this.options.host.abort([this.options.engineRequest]);
-      return false;
-    }
-    if (fault.kind === "cut_stream" && this.eventsSent + this.pending.length > fault.afterChunks) {
-      const allowed = this.pending.slice(0, Math.max(0, fault.afterChunks - this.eventsSent)).join("");
-      this.pending.length = 0;
-      this.settle("cut");
-      this.options.host.abort([this.options.engineRequest]);
-      if (allowed.length === 0) res.destroy();
-      else res.write(allowed, () => res.destroy());
-      return false;
-    }
-    this.eventsSent += this.pending.length;
-    const data = this.pending.join("");
-    this.pending.length = 0;
-    if (end) res.end(data);
-    else if (data.length > 0) res.write(data);
-    return true;
-  }
-
-  private settle(outcome: "aborted" | "stalled" | "cut"): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.options.host.recordOutcome(outcome, undefined);
   }
 }
