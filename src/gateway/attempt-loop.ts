@@ -12,6 +12,7 @@ import { runAttempt, type AttemptEnv, type AttemptResult } from "./attempt.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
 import type { RequestContext } from "./request-context.js";
 import type { UpstreamBodies } from "./upstream-body.js";
+import { MessagesRelay } from "./messages-relay.js";
 import { ResponsesRelay } from "./responses-relay.js";
 import { SseRelay } from "./sse-relay.js";
 import type { StreamRelay } from "./stream-relay.js";
@@ -37,12 +38,16 @@ export interface RoutedRequest {
   tier: string;
   tierSource: TierSource;
   sessionId: string | undefined;
+  /** Which of affinity.session_keys named the session (x_agent_serve.session_source). */
+  sessionSource: string | undefined;
   /** The engine path (`/v1/chat/completions`, ...). */
   path: string;
   bodies: UpstreamBodies;
   stream: boolean;
   /** The Responses API: its event stream, and the response id to remember. */
   responses: boolean;
+  /** The Anthropic Messages API: its event stream. */
+  messages: boolean;
   /** Only this backend may answer (it stores the conversation the request continues): no failover elsewhere. */
   onlyBackend: string | undefined;
   /** What placement reads of the body (the prompt prefix's key, computed only if read). */
@@ -66,7 +71,9 @@ export async function runAttemptLoop(
   let relay: StreamRelay | undefined;
   const createRelay = request.responses
     ? (member: Buffer): StreamRelay => (relay = new ResponsesRelay(member))
-    : (member: Buffer): StreamRelay => (relay = new SseRelay(member, request.bodies.stripUsage));
+    : request.messages
+      ? (member: Buffer): StreamRelay => (relay = new MessagesRelay(member))
+      : (member: Buffer): StreamRelay => (relay = new SseRelay(member, request.bodies.stripUsage));
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < deps.settings.maxAttempts) {
     const tierBackends = deps.registry.tier(tier);
@@ -114,6 +121,7 @@ export async function runAttemptLoop(
           stream: request.stream,
           meta: {
             session_id: sessionId ?? null,
+            session_source: request.sessionSource ?? null,
             tier,
             tier_source: request.tierSource,
             backend_id: backend.id,

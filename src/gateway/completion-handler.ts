@@ -6,6 +6,7 @@ import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
+import { identifySession } from "./session-identity.js";
 import type { RequestContext } from "./request-context.js";
 import { continuedConversation, rememberResponse } from "./response-chain.js";
 import type { TierSource } from "../routing/tier-router.js";
@@ -18,6 +19,7 @@ const PATHS: Record<Endpoint, string> = {
   chat: "/v1/chat/completions",
   completions: "/v1/completions",
   responses: "/v1/responses",
+  messages: "/v1/messages",
 };
 
 export async function handleCompletion(
@@ -26,6 +28,8 @@ export async function handleCompletion(
   req: IncomingMessage,
   res: ServerResponse,
   ctx: RequestContext,
+  /** POST /v1/messages/count_tokens: placed like the conversation, answered by its engine, never charged. */
+  countTokens = false,
 ): Promise<void> {
   const { settings } = rt;
   const admission = admit(
@@ -41,14 +45,22 @@ export async function handleCompletion(
   const request = parseCompletionRequest(raw, endpoint);
   if (settings.config.server.log_prompts) ctx.prompt = lastTurnText(request);
 
-  // A Responses request continuing a stored response must reach the engine that stores it.
-  const conversation = continuedConversation(rt, request, admission.client.sessionId, ctx.requestId);
+  // The session: the first of affinity.session_keys the request carries. A Responses request continuing a
+  // stored response must reach the engine that stores it.
+  const sessionKeys = settings.config.affinity.session_keys;
+  const chained = endpoint === "responses" && (request.previousResponseId !== undefined || request.store);
+  const identity = identifySession(req.headersDistinct, request.body, sessionKeys, chained);
+  const named = typeof identity === "object" ? identity : undefined;
+  const conversation = continuedConversation(rt, request, named?.key, ctx.requestId, identity !== undefined);
   const sessionId = conversation.sessionKey;
   ctx.sessionId = sessionId;
+  ctx.sessionSource = sessionId === undefined ? undefined : (named?.source ?? "responses_chain");
   const client = { ...admission.client, sessionId };
   // The budget hold starts now so that, with both stores in Redis, its round trip runs alongside the binding
   // lookup's instead of after it. A handler is attached at once (a refusal is awaited, and thrown, below).
-  const holding = reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
+  const holding = countTokens
+    ? Promise.resolve(undefined)
+    : reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
   void holding.catch(() => undefined);
   let tier: string;
   let tierSource: TierSource;
@@ -87,10 +99,12 @@ export async function handleCompletion(
         tier,
         tierSource,
         sessionId,
-        path: PATHS[endpoint],
+        sessionSource: ctx.sessionSource,
+        path: countTokens ? "/v1/messages/count_tokens" : PATHS[endpoint],
         bodies: new UpstreamBodies(raw, request, hold?.clampedMaxTokens),
         stream: request.stream,
         responses: endpoint === "responses",
+        messages: endpoint === "messages",
         onlyBackend: conversation.owner?.id,
         placement: request,
       },
@@ -104,7 +118,7 @@ export async function handleCompletion(
     if (result.responseId !== undefined && request.store && sessionId !== undefined) {
       rememberResponse(rt, result.responseId, ctx.backend!, sessionId);
     }
-    usage = result.usage;
+    usage = countTokens ? undefined : result.usage;
     if (usage !== undefined) rt.metrics.tokens(tier, usage);
   } finally {
     // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended
