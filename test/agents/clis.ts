@@ -21,7 +21,7 @@ const bin = (path: string): string => join(REPO_ROOT, "node_modules", path);
 
 export const claudeCode: AgentCli = {
   name: "claude-code",
-  sessionSource: "x-claude-code-session-id",
+  sessionSource: "header:x-claude-code-session-id",
   // Write and Read take absolute paths
   script: (workdir) => [
     { tool: "Write", arguments: { file_path: join(workdir, "hello.txt"), content: "hi" } },
@@ -54,7 +54,7 @@ export const claudeCode: AgentCli = {
 
 export const codex: AgentCli = {
   name: "codex",
-  sessionSource: "session-id",
+  sessionSource: "header:session-id",
   script: () => [
     { tool: "exec_command", arguments: { cmd: "printf hi > hello.txt" } },
     { tool: "exec_command", arguments: { cmd: "cat hello.txt" } },
@@ -86,7 +86,7 @@ export const codex: AgentCli = {
 
 export const openCode: AgentCli = {
   name: "opencode",
-  sessionSource: "x-session-id",
+  sessionSource: "header:x-session-id",
   // write and read take absolute paths
   script: (workdir) => [
     { tool: "write", arguments: { filePath: join(workdir, "hello.txt"), content: "hi" } },
@@ -120,7 +120,7 @@ export const openCode: AgentCli = {
 
 export const pi: AgentCli = {
   name: "pi",
-  sessionSource: "session_id",
+  sessionSource: "header:session_id",
   script: () => [
     { tool: "write", arguments: { path: "hello.txt", content: "hi" } },
     { tool: "read", arguments: { path: "hello.txt" } },

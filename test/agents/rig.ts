@@ -26,7 +26,7 @@ export interface RequestLine {
   path: string;
   status: number;
   session?: string;
-  session_source?: string;
+  sessionSource?: string;
   backend?: string;
   hit?: boolean;
   reason?: string;

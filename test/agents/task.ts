@@ -48,7 +48,7 @@ export function expectOneEngine(cli: AgentCli, calls: RequestLine[], rig: AgentR
     calls.slice(1).map((c) => c.hit),
     context,
   ).toEqual(calls.slice(1).map(() => true));
-  expect(new Set(calls.map((c) => c.session_source)), context).toEqual(new Set([cli.sessionSource]));
+  expect(new Set(calls.map((c) => c.sessionSource)), context).toEqual(new Set([cli.sessionSource]));
 }
 
 /** Model calls grouped by the session the gateway named. */
