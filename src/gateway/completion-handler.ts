@@ -2,6 +2,7 @@
 // -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
+import { adaptResponsesRequest } from "./adaptation/responses-tools.js";
 import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
@@ -40,6 +41,10 @@ export async function handleCompletion(
   const raw = await readBody(req, settings.maxBodyBytes);
   const request = parseCompletionRequest(raw, endpoint);
   if (settings.config.server.log_prompts) ctx.prompt = lastTurnText(request);
+  // Tools a stock engine would refuse are adapted; only then is the body re-encoded.
+  const adaptation =
+    endpoint === "responses" ? adaptResponsesRequest(request.body, settings.adaptation) : undefined;
+  if (adaptation !== undefined) ctx.adapted = adaptation.changes;
 
   // A Responses request continuing a stored response must reach the engine that stores it.
   const conversation = continuedConversation(rt, request, admission.client.sessionId, ctx.requestId);
@@ -88,7 +93,16 @@ export async function handleCompletion(
         tierSource,
         sessionId,
         path: PATHS[endpoint],
-        bodies: new UpstreamBodies(raw, request, hold?.clampedMaxTokens),
+        bodies:
+          adaptation === undefined
+            ? new UpstreamBodies(raw, request, hold?.clampedMaxTokens)
+            : new UpstreamBodies(
+                Buffer.from(JSON.stringify(adaptation.body)),
+                request,
+                hold?.clampedMaxTokens,
+                adaptation.body,
+              ),
+        adaptation,
         stream: request.stream,
         responses: endpoint === "responses",
         onlyBackend: conversation.owner?.id,
