@@ -2,6 +2,7 @@
 // tool_choice and history, and how answers are restored, JSON and events split anywhere across reads.
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/core/errors.js";
+import { adaptMessagesRequest } from "../../src/gateway/adaptation/messages-tools.js";
 import {
   adaptResponsesRequest,
   type AdaptationSettings,
@@ -243,5 +244,30 @@ describe("restoring the engine's answers", () => {
     });
     for (let at = 1; at < bytes.length; at += 13) expect(relayed([at])).toBe(whole);
     for (let at = 3; at < bytes.length; at += 97) expect(relayed([at, at + 1, at + 40])).toBe(whole);
+  });
+});
+
+describe("adaptMessagesRequest", () => {
+  const custom = {
+    name: "Read",
+    description: "Reads a file",
+    input_schema: { type: "object", properties: {} },
+  };
+  const search = { type: "web_search_20250305", name: "web_search", max_uses: 5 };
+
+  it("leaves custom tools alone and drops server tools", () => {
+    expect(adaptMessagesRequest({ messages: [], tools: [custom] }, ON)).toBeUndefined();
+    const adapted = adaptMessagesRequest(
+      { messages: [], tools: [custom, search], tool_choice: { type: "tool", name: "web_search" } },
+      ON,
+    )!;
+    expect(adapted.body["tools"]).toEqual([custom]);
+    expect(adapted.body["tool_choice"]).toEqual({ type: "auto" });
+    expect(adapted.changes).toEqual(["drop_tool:web_search_20250305", "tool_choice:auto"]);
+  });
+
+  it("does nothing when drop_hosted_tools is off", () => {
+    const off = { flattenNamespaces: true, dropHostedTools: false };
+    expect(adaptMessagesRequest({ messages: [], tools: [custom, search] }, off)).toBeUndefined();
   });
 });
