@@ -124,8 +124,11 @@ export function inputMessages(value: unknown): ChatMessage[] {
       }
       case "function_call_output": {
         const output = item["output"];
-        if (typeof item["call_id"] !== "string")
-          throw badRequest(`${where}.call_id: Field required`, "input");
+        // The openai SDK's FunctionCallOutput (the union vLLM validates with) has an optional call_id: Codex
+        // sends outputs of no call (its goal objective, with `name` and `namespace`); vLLM renders them as tool turns.
+        const callId = item["call_id"];
+        if (callId !== undefined && callId !== null && typeof callId !== "string")
+          throw badRequest(`${where}.call_id: Input should be a valid string`, "input");
         const text = typeof output === "string" ? output : contentText(output, where);
         messages.push({ role: "tool", content: text });
         return;

@@ -118,7 +118,7 @@ export function parseResponsesTools(value: unknown, support: ToolTypeSupport = "
     }
     if (support === "gpt-oss") {
       if (HARMONY_BUILTIN_TYPES.has(type)) return;
-      throw badRequest(`tool type ${type} not supported`, "tools");
+      throw badRequest(`tool type ${type} not supported`);
     }
     if (type !== "namespace") return; // hosted or client-run: accepted, never offered to the model
     const namespace = tool["name"] as string;

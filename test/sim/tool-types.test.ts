@@ -96,6 +96,27 @@ describe("Responses tools as vLLM reads them (non-harmony models)", () => {
     expect(request.tools).toEqual(CODEX_TOOLS);
   });
 
+  it("reads a tool output of no call (Codex's goal objective: name and namespace, no call_id) as a tool turn", () => {
+    const request = parseResponsesRequest({
+      input: [
+        { type: "message", role: "user", content: "go" },
+        {
+          type: "function_call_output",
+          id: "fco_1",
+          name: "goal_objective",
+          namespace: "agent",
+          output: "ready",
+        },
+      ],
+    });
+    expect(request.input[1]).toEqual({ role: "tool", content: "ready" });
+    expect(
+      refusal(() =>
+        parseResponsesRequest({ input: [{ type: "function_call_output", call_id: 5, output: "x" }] }),
+      ).message,
+    ).toBe("input[0].call_id: Input should be a valid string");
+  });
+
   it("treats a hosted tool's tool_choice as auto, as vLLM builds no guided decoding for it", () => {
     const tools = parseResponsesTools(CODEX_TOOLS);
     expect(normaliseToolChoice({ type: "web_search_preview" }, tools)).toBe("auto");
