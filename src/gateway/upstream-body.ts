@@ -16,11 +16,9 @@ export class UpstreamBodies {
   private readonly needsUsageOption: boolean;
 
   /**
+   * @param raw the bytes to send when nothing else must change (the client's, or the adapted body's)
    * @param maxTokens when set, the completion-token limit the engine gets (the budget's clamp), written into
    *   `max_tokens` (and `max_completion_tokens` when the client used it)
-   */
-  /**
-   * @param raw the bytes to send when nothing else must change (the client's, or the adapted body's)
    * @param body the body `raw` encodes, when it is not the client's (an adapted request)
    */
   constructor(
