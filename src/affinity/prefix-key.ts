@@ -14,12 +14,12 @@ const END_ROLE = "\u0001";
 const END_MESSAGE = "\u0002";
 const TOOLS = "\u0003";
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The text parts of an OpenAI message content (a string, or an array of parts). */
-function contentText(content: unknown): string {
+/** The text of a content: a string, or parts/blocks with text (OpenAI parts, Anthropic blocks). */
+export function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
   let text = "";
@@ -57,6 +57,13 @@ export function responsesPrefixText(body: Record<string, unknown>): string {
   return withTools(leadingMessages(head, body["input"]), body);
 }
 
+/** Anthropic Messages: `system` (a string or text blocks) is the system prompt, then the tools, as for chat. */
+export function messagesPrefixText(body: Record<string, unknown>): string {
+  const system = contentText(body["system"]);
+  const head = system === "" ? "" : "system" + END_ROLE + system + END_MESSAGE;
+  return withTools(leadingMessages(head, body["messages"]), body);
+}
+
 /** `text` followed by the role and text of every message before the first user message, capped. */
 function leadingMessages(start: string, messages: unknown): string {
   let text = start;
@@ -92,7 +99,7 @@ export function completionPrefixText(prompt: unknown): string {
 
 /** The key, or undefined when the request has no shared leading part (a chat that opens with the user). */
 export function prefixKeyOf(
-  endpoint: "chat" | "completions" | "responses",
+  endpoint: "chat" | "completions" | "responses" | "messages",
   body: Record<string, unknown>,
 ): Hash64 | undefined {
   const text =
@@ -100,6 +107,8 @@ export function prefixKeyOf(
       ? chatPrefixText(body)
       : endpoint === "responses"
         ? responsesPrefixText(body)
-        : completionPrefixText(body["prompt"]);
+        : endpoint === "messages"
+          ? messagesPrefixText(body)
+          : completionPrefixText(body["prompt"]);
   return text.length === 0 ? undefined : hashString(text);
 }

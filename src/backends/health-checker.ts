@@ -1,5 +1,6 @@
 // Active health probes: GET /health on every engine at the configured interval, on connections of their own.
 import { Agent } from "undici";
+import { systemClock, systemTimers, type Clock, type Timers } from "../core/clock.js";
 import type { Backend } from "./backend.js";
 import type { BackendRegistry } from "./registry.js";
 
@@ -12,7 +13,8 @@ export interface ProbeSettings {
 const EARLY_PROBE_MIN_GAP_MS = 100;
 
 interface ProbeState {
-  timer: NodeJS.Timeout | undefined;
+  /** Cancels the scheduled probe. */
+  cancel: (() => void) | undefined;
   inFlight: boolean;
   lastStartedMs: number;
 }
@@ -26,6 +28,8 @@ export class HealthChecker {
   constructor(
     private readonly registry: BackendRegistry,
     private settings: ProbeSettings,
+    private readonly clock: Clock = systemClock,
+    private readonly timers: Timers = systemTimers,
   ) {}
 
   start(): void {
@@ -45,13 +49,13 @@ export class HealthChecker {
   probeSoon(backendId: string): void {
     const state = this.states.get(backendId);
     if (!this.running || state === undefined || state.inFlight) return;
-    if (performance.now() - state.lastStartedMs < EARLY_PROBE_MIN_GAP_MS) return;
+    if (this.clock.nowMs() - state.lastStartedMs < EARLY_PROBE_MIN_GAP_MS) return;
     this.schedule(backendId, 0);
   }
 
   async stop(): Promise<void> {
     this.running = false;
-    for (const state of this.states.values()) clearTimeout(state.timer);
+    for (const state of this.states.values()) state.cancel?.();
     this.states.clear();
     await this.agent.destroy().catch(() => undefined);
   }
@@ -59,11 +63,11 @@ export class HealthChecker {
   private schedule(backendId: string, delayMs: number): void {
     let state = this.states.get(backendId);
     if (state === undefined) {
-      state = { timer: undefined, inFlight: false, lastStartedMs: -Infinity };
+      state = { cancel: undefined, inFlight: false, lastStartedMs: -Infinity };
       this.states.set(backendId, state);
     }
-    clearTimeout(state.timer);
-    state.timer = setTimeout(() => void this.probe(backendId), delayMs);
+    state.cancel?.();
+    state.cancel = this.timers.after(delayMs, () => void this.probe(backendId));
   }
 
   private async probe(backendId: string): Promise<void> {
@@ -75,7 +79,7 @@ export class HealthChecker {
       return;
     }
     state.inFlight = true;
-    state.lastStartedMs = performance.now();
+    state.lastStartedMs = this.clock.nowMs();
     const ok = await this.check(backend);
     state.inFlight = false;
     if (!this.running || this.registry.get(backendId) !== backend) return;

@@ -1,15 +1,23 @@
 // Starts the simulated engines a config asks for as child processes, waits until they answer, stops them.
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { request } from "undici";
 import type { BackendConfig } from "../config/schema.js";
+import { GatewayError } from "../core/errors.js";
+import { isReadyMessage } from "./parent-link.js";
 
 /** Under tsx this module is .ts, compiled it is .js: spawn the cli file of the same kind. */
 const CLI_PATH = fileURLToPath(
   new URL(import.meta.url.endsWith(".ts") ? "../cli.ts" : "../cli.js", import.meta.url),
 );
 const READY_TIMEOUT_MS = 20_000;
-const READY_POLL_MS = 50;
+
+/** An engine that `start` launched did not come up: the message is the whole story, printed as one line. */
+export class EngineStartError extends GatewayError {
+  override name = "EngineStartError";
+  constructor(message: string) {
+    super("engine_start_failed", message);
+  }
+}
 
 export interface EngineProcess {
   backendId: string;
@@ -32,15 +40,15 @@ export async function startEngineProcesses(backends: readonly BackendConfig[]): 
     for (const backend of backends) {
       if (backend.simulate === undefined) continue;
       const child = spawn(process.execPath, [...process.execArgv, CLI_PATH, ...simArgs(backend)], {
-        stdio: ["ignore", "inherit", "inherit"],
+        // The IPC channel carries readiness up and, by closing, the parent's end down (parent-link.ts). Its
+        // own process group: a Ctrl-C at the terminal reaches only `start`, which drains the gateway before
+        // it stops the engines the in-flight requests still need.
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+        detached: true,
       });
       started.push({ backendId: backend.id, child });
     }
-    await Promise.all(
-      started.map((engine) =>
-        waitUntilHealthy(engine, backends.find((b) => b.id === engine.backendId)!.base_url),
-      ),
-    );
+    await Promise.all(started.map((engine) => waitUntilReady(engine)));
     return started;
   } catch (err) {
     await stopEngineProcesses(started);
@@ -48,38 +56,68 @@ export async function startEngineProcesses(backends: readonly BackendConfig[]): 
   }
 }
 
-async function waitUntilHealthy(engine: EngineProcess, baseUrl: string): Promise<void> {
-  const deadline = performance.now() + READY_TIMEOUT_MS;
-  const exited = new Promise<never>((_resolve, reject) => {
-    engine.child.once("exit", (code) =>
-      reject(new Error(`simulated engine ${engine.backendId} exited with code ${code} before it was ready`)),
+/**
+ * Ready when the engine this process spawned says it listens: never by asking the port, which an engine left
+ * over from another start (or any other program) could answer in its place.
+ */
+function waitUntilReady(engine: EngineProcess): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () =>
+        fail(
+          new EngineStartError(
+            `simulated engine ${engine.backendId} was not ready within ${READY_TIMEOUT_MS} ms`,
+          ),
+        ),
+      READY_TIMEOUT_MS,
     );
+    const onMessage = (message: unknown): void => {
+      if (!isReadyMessage(message)) return;
+      cleanup();
+      resolve();
+    };
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void =>
+      fail(
+        new EngineStartError(
+          `simulated engine ${engine.backendId} exited (${signal ?? `code ${code}`}) before it was ready; its own line above says why`,
+        ),
+      );
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      engine.child.off("message", onMessage);
+      engine.child.off("exit", onExit);
+    };
+    const fail = (err: Error): void => {
+      cleanup();
+      reject(err);
+    };
+    engine.child.on("message", onMessage);
+    engine.child.once("exit", onExit);
   });
-  exited.catch(() => undefined);
-  while (performance.now() < deadline) {
-    const ok = await Promise.race([
-      request(`${baseUrl.replace(/\/+$/, "")}/health`).then(
-        async (res) => {
-          await res.body.dump();
-          return res.statusCode === 200;
-        },
-        () => false,
-      ),
-      exited,
-    ]);
-    if (ok) return;
-    await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
-  }
-  throw new Error(
-    `simulated engine ${engine.backendId} did not answer ${baseUrl}/health within ${READY_TIMEOUT_MS} ms`,
-  );
 }
+
+/** Resolves with the first engine that exits on its own (not stopped by stopEngineProcesses). */
+export function firstEngineExit(
+  engines: readonly EngineProcess[],
+): Promise<{ backendId: string; signal: NodeJS.Signals | null; code: number | null }> {
+  return new Promise((resolve) => {
+    for (const { backendId, child } of engines) {
+      child.once("exit", (code, signal) => {
+        if (!stopping.has(child)) resolve({ backendId, signal, code });
+      });
+    }
+  });
+}
+
+/** Engines being stopped by this process: their exits are expected. */
+const stopping = new WeakSet<ChildProcess>();
 
 export async function stopEngineProcesses(engines: readonly EngineProcess[]): Promise<void> {
   await Promise.all(
     engines.map(
       ({ child }) =>
         new Promise<void>((resolve) => {
+          stopping.add(child);
           if (child.exitCode !== null || child.signalCode !== null) return resolve();
           const force = setTimeout(() => child.kill("SIGKILL"), 5000);
           child.once("exit", () => {

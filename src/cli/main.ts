@@ -1,6 +1,8 @@
 // The agent-serve command line: finds the subcommand and hands it the rest of the arguments.
+import { GatewayError } from "../core/errors.js";
 import { UsageError } from "./command.js";
 import { commands, type CommandEntry } from "./commands.js";
+import { packageVersion } from "./version.js";
 
 function topHelp(list: readonly CommandEntry[]): string {
   const width = Math.max(...list.map((c) => c.name.length));
@@ -12,19 +14,25 @@ function topHelp(list: readonly CommandEntry[]): string {
     "commands:",
     ...list.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     "",
-    "Run `agent-serve <command> --help` for the flags of one command.",
+    "Run `agent-serve <command> --help` for the flags of one command; `agent-serve --version` for the version.",
   ].join("\n");
 }
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === "--version" || name === "-V") {
+    process.stdout.write(`agent-serve ${packageVersion()}\n`);
+    return 0;
+  }
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(topHelp(commands) + "\n");
     return name === undefined ? 2 : 0;
   }
   const entry = commands.find((c) => c.name === name);
   if (!entry) {
-    process.stderr.write(`agent-serve: unknown command '${name}'\n\n${topHelp(commands)}\n`);
+    process.stderr.write(
+      `agent-serve: unknown command '${name}' (run 'agent-serve --help' for the commands)\n`,
+    );
     return 2;
   }
   const command = await entry.load();
@@ -36,19 +44,55 @@ async function main(argv: string[]): Promise<number> {
     return await command.run(rest);
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`agent-serve ${name}: ${err.message}\n\n${command.help}\n`);
+      process.stderr.write(
+        `agent-serve ${name}: ${err.message} (run 'agent-serve ${name} --help' for usage)\n`,
+      );
       return 2;
     }
-    throw err;
+    throw new CommandFailed(name, err);
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`agent-serve: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
-  },
-);
+/** A command that failed: who failed, and why. */
+class CommandFailed extends Error {
+  constructor(
+    readonly command: string,
+    override readonly cause: unknown,
+  ) {
+    super(command);
+  }
+}
+
+/**
+ * One line for what a person can act on (a deliberate GatewayError, a port taken, a file missing); the stack
+ * only for what is a bug.
+ */
+function failureLine(err: unknown): string {
+  const who = err instanceof CommandFailed ? `agent-serve ${err.command}` : "agent-serve";
+  const cause = err instanceof CommandFailed ? err.cause : err;
+  if (cause instanceof GatewayError) return `${who}: ${cause.message}`;
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code;
+  if (cause instanceof Error && code === "EADDRINUSE") {
+    const { address, port } = cause as NodeJS.ErrnoException & { address?: string; port?: number };
+    return `${who}: cannot listen on ${address ?? "?"}:${port ?? "?"}: the port is taken (stop what uses it, or choose another port)`;
+  }
+  if (cause instanceof Error && (code === "EACCES" || code === "EADDRNOTAVAIL" || code === "ENOENT")) {
+    return `${who}: ${cause.message}`;
+  }
+  return `${who}: ${cause instanceof Error ? (cause.stack ?? cause.message) : String(cause)}`;
+}
+
+main(process.argv.slice(2))
+  .then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`${failureLine(err)}\n`);
+      process.exitCode = 1;
+    },
+  )
+  // An IPC channel to the `agent-serve start` that spawned this process would keep it alive after its end.
+  .finally(() => {
+    if (process.connected) process.disconnect();
+  });

@@ -21,12 +21,16 @@ export function makeLogger(level: string): Logger {
   return pino({ name: "agent-serve", level }, destination);
 }
 
-/** Resolves with the exit code once the gateway has stopped; `beforeExit` runs after the gateway closed. */
+/**
+ * Resolves with the exit code once the gateway has stopped; `beforeExit` runs after the gateway closed.
+ * `stopWhen` stops it too (an engine of `start` that ended), with the exit code it resolves to.
+ */
 export async function runGatewayUntilSignal(
   config: GatewayConfig,
   configPath: string,
   logger: Logger,
   beforeExit: () => Promise<void> = async () => undefined,
+  stopWhen?: Promise<{ reason: string; exitCode: number }>,
 ): Promise<number> {
   const gateway = await Gateway.start(config, { logger, loadConfig: () => loadConfigFile(configPath) });
   logger.info(
@@ -36,30 +40,34 @@ export async function runGatewayUntilSignal(
 
   return new Promise<number>((resolve) => {
     let stopping = false;
-    const stop = (signal: NodeJS.Signals): void => {
+    const stop = (signal: NodeJS.Signals | string, exitCode = 0): void => {
       if (stopping) return;
       stopping = true;
       logger.info({ signal }, "stopping: draining in-flight requests");
       void gateway
         .close()
         .then(beforeExit)
+        .then(() => logger.info({ exitCode }, "stopped"))
         .then(() => new Promise<void>((done) => logger.flush(() => done())))
         .then(
-          () => resolve(0),
+          () => resolve(exitCode),
           (err: unknown) => {
             logger.error({ err }, "error while stopping");
             resolve(1);
           },
         )
         .finally(() => {
-          process.off("SIGINT", stop);
-          process.off("SIGTERM", stop);
+          process.off("SIGINT", onSignal);
+          process.off("SIGTERM", onSignal);
           process.off("SIGHUP", reload);
         });
     };
+    // Node passes the signal's number as a second argument: it must not become the exit code.
+    const onSignal = (signal: NodeJS.Signals): void => stop(signal);
     const reload = (): void => void gateway.reloadOrReport();
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
     process.on("SIGHUP", reload);
+    void stopWhen?.then(({ reason, exitCode }) => stop(reason, exitCode));
   });
 }

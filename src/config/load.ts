@@ -75,7 +75,25 @@ function applyEnv(document: unknown, source: string, env: EnvOverrides): unknown
   return { ...doc, server };
 }
 
-/** Parses YAML text; syntax errors become a ConfigError with line and column. */
+/**
+ * The dotted path of the key on `line` (1-based) of block-style YAML, from the keys above it with less
+ * indentation: what a syntax error's line belongs to. undefined when no key is on or above it.
+ */
+export function keyPathAtLine(text: string, line: number): string | undefined {
+  const lines = text.split("\n");
+  const keys: string[] = [];
+  let indent = Infinity;
+  for (let i = Math.min(line, lines.length) - 1; i >= 0; i--) {
+    const match = /^(\s*)(?:-\s+)?([^\s:#][^:#]*?)\s*:(?:\s|$)/.exec(lines[i]!);
+    if (match === null || match[1]!.length >= indent) continue;
+    keys.unshift(match[2]!);
+    indent = match[1]!.length;
+    if (indent === 0) break;
+  }
+  return keys.length === 0 ? undefined : keys.join(".");
+}
+
+/** Parses YAML text; syntax errors become a ConfigError naming the key, the line and the column. */
 export function parseConfigText(text: string, source: string, env: EnvOverrides = {}): GatewayConfig {
   let document: unknown;
   try {
@@ -83,8 +101,11 @@ export function parseConfigText(text: string, source: string, env: EnvOverrides 
   } catch (err) {
     if (err instanceof YAMLParseError) {
       const [line, col] = [err.linePos?.[0].line, err.linePos?.[0].col];
+      const key = line === undefined ? undefined : keyPathAtLine(text, line);
+      // The parser's message without its own position and excerpt: "Map keys must be unique".
+      const what = err.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
       throw new ConfigError(source, [
-        `YAML syntax error at line ${line ?? "?"}, column ${col ?? "?"}: ${err.code}`,
+        `${key ?? "(top level)"}: YAML syntax error at line ${line ?? "?"}, column ${col ?? "?"}: ${what} (${err.code})`,
       ]);
     }
     throw err;

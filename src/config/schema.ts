@@ -224,6 +224,50 @@ const llmdSchema = z
   })
   .prefault({});
 
+/** An HTTP header name (RFC 9110 token), compared in lower case as node gives them. */
+const headerName = z
+  .string({ error: "must be a header name" })
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/, { error: "must be a header name" })
+  .transform((name) => name.toLowerCase());
+/** A body field: names joined by dots (metadata.user_id). */
+const bodyField = z
+  .string({ error: "must be a body field such as prompt_cache_key or metadata.user_id" })
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,7}$/, {
+    error: "must be a body field such as prompt_cache_key or metadata.user_id",
+  });
+/** Key each thread of a session (system prompt and first turn) on its own: a coding agent's sub-agents. */
+const splitThreads = z.boolean({ error: "must be true or false" }).default(false);
+
+/**
+ * One source of a session id (affinity.session_keys): a header, a body field (a string, or with `json` the named
+ * member of the JSON or Claude Code's `..._session_<id>` string it holds), or a Responses chain's root.
+ */
+const sessionKeySchema = z.union(
+  [
+    z.strictObject({ header: headerName, split_threads: splitThreads }),
+    z.strictObject({
+      body: bodyField,
+      json: z.string({ error: "must be a member name" }).min(1).max(64).optional(),
+      split_threads: splitThreads,
+    }),
+    z.strictObject({ responses_chain: z.literal(true, { error: "must be true" }) }),
+  ],
+  { error: "must be {header: NAME}, {body: FIELD[, json: MEMBER]} or {responses_chain: true}" },
+);
+export type SessionKeyConfig = z.output<typeof sessionKeySchema>;
+
+/** The signals coding agents and SDKs already send, most explicit first (docs/clients.md says who sends what). */
+export const DEFAULT_SESSION_KEYS: readonly SessionKeyConfig[] = [
+  { header: "x-session-id", split_threads: false },
+  { header: "x-claude-code-session-id", split_threads: true },
+  { header: "session-id", split_threads: true },
+  { header: "session_id", split_threads: true },
+  { header: "x-session-affinity", split_threads: false },
+  { body: "prompt_cache_key", split_threads: true },
+  { body: "metadata.user_id", json: "session_id", split_threads: true },
+  { responses_chain: true },
+];
+
 const affinitySchema = z.strictObject({
   /** How long a binding lives without activity; 0 disables affinity for real (no bindings, no HRW). */
   sticky_ttl_seconds: nonNegativeNumber("a non-negative number").default(1800),
@@ -258,6 +302,11 @@ const affinitySchema = z.strictObject({
   policy: z.enum(POLICY_NAMES, { error: `must be one of ${POLICY_NAMES.join(", ")}` }).default("hrw"),
   sglang: sglangSchema,
   llmd: llmdSchema,
+  /** Where a request's session id comes from, first present wins (src/gateway/session-identity.ts). */
+  session_keys: z
+    .array(sessionKeySchema, { error: "must be a list" })
+    .max(32, { error: "must have at most 32 entries" })
+    .default(() => [...DEFAULT_SESSION_KEYS]),
   /** Where bindings live: `{kind: memory}` (per process) or `{kind: redis, ...}` (shared by replicas). */
   store: bindingStoreSchema,
 });
@@ -398,7 +447,43 @@ export const gatewayConfigSchema = z
         });
       }
     }
+    for (const { path, message } of outOfBounds(config, [])) ctx.addIssue({ code: "custom", path, message });
   });
+
+/** Node's timers take at most 2^31-1 ms (24.8 days): a longer one fires at once, so no duration may exceed it. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Sizes in bytes: at most 2 GiB - 1, what node's buffers and counters handle everywhere. */
+export const MAX_SIZE_BYTES = 2 ** 31 - 1;
+
+/**
+ * Every duration (`*_seconds`, `*_ms`) and size (`*_bytes`) anywhere in the config, checked against the limits
+ * above by its name's unit, so a key added later is bounded without being listed here.
+ */
+function outOfBounds(
+  value: unknown,
+  path: (string | number)[],
+): { path: (string | number)[]; message: string }[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => outOfBounds(item, [...path, i]));
+  if (typeof value !== "object" || value === null) return [];
+  const problems: { path: (string | number)[]; message: string }[] = [];
+  for (const [key, item] of Object.entries(value)) {
+    if (typeof item !== "number") {
+      problems.push(...outOfBounds(item, [...path, key]));
+      continue;
+    }
+    const limit = key.endsWith("_seconds")
+      ? { max: MAX_TIMER_MS / 1000, text: `${MAX_TIMER_MS / 1000} (node's timer limit, 24.8 days)` }
+      : key.endsWith("_ms")
+        ? { max: MAX_TIMER_MS, text: `${MAX_TIMER_MS} (node's timer limit, 24.8 days)` }
+        : key.endsWith("_bytes")
+          ? { max: MAX_SIZE_BYTES, text: `${MAX_SIZE_BYTES} (2 GiB)` }
+          : undefined;
+    if (limit !== undefined && item > limit.max) {
+      problems.push({ path: [...path, key], message: `must be at most ${limit.text}` });
+    }
+  }
+  return problems;
+}
 
 export type GatewayConfig = z.output<typeof gatewayConfigSchema>;
 export type BackendConfig = GatewayConfig["backends"][number];

@@ -28,3 +28,57 @@ export class ManualClock implements Clock {
     this.currentMs = ms;
   }
 }
+
+/** Timers as an injected dependency: `after` runs `callback` once, `delayMs` from now; calling what it returns cancels it. */
+export interface Timers {
+  after(delayMs: number, callback: () => void): () => void;
+}
+
+export const systemTimers: Timers = {
+  after(delayMs, callback) {
+    const timer = setTimeout(callback, delayMs);
+    return () => clearTimeout(timer);
+  },
+};
+
+/** Timers on a ManualClock: nothing fires until `advance` moves the clock past a timer's due time. */
+export class ManualTimers implements Timers {
+  private pending: { dueMs: number; order: number; callback: () => void }[] = [];
+  private scheduled = 0;
+
+  constructor(readonly clock: ManualClock) {}
+
+  after(delayMs: number, callback: () => void): () => void {
+    const timer = { dueMs: this.clock.nowMs() + Math.max(0, delayMs), order: this.scheduled++, callback };
+    this.pending.push(timer);
+    return () => {
+      this.pending = this.pending.filter((t) => t !== timer);
+    };
+  }
+
+  /** Timers not yet fired nor cancelled. */
+  get size(): number {
+    return this.pending.length;
+  }
+
+  /** When the next timer is due (clock ms), if any. */
+  nextDueMs(): number | undefined {
+    return this.pending.reduce<number | undefined>((min, t) => Math.min(min ?? t.dueMs, t.dueMs), undefined);
+  }
+
+  /** Moves the clock `ms` forward, running each timer that comes due on the way at its due time, in order. */
+  advance(ms: number): void {
+    if (ms < 0) throw new RangeError(`clock cannot go back (${ms} ms)`);
+    const endMs = this.clock.nowMs() + ms;
+    for (;;) {
+      const due = this.pending
+        .filter((t) => t.dueMs <= endMs)
+        .sort((a, b) => a.dueMs - b.dueMs || a.order - b.order)[0];
+      if (due === undefined) break;
+      this.pending = this.pending.filter((t) => t !== due);
+      this.clock.set(Math.max(this.clock.nowMs(), due.dueMs));
+      due.callback();
+    }
+    this.clock.set(endMs);
+  }
+}

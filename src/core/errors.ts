@@ -39,6 +39,7 @@ const CODES = {
   invalid_config: { status: 400, type: "invalid_request_error" },
   usage_error: { status: 400, type: "invalid_request_error" }, // bad command-line usage (exit 2)
   engine_unavailable: { status: 503, type: "service_unavailable_error" }, // llama.cpp cannot load here
+  engine_start_failed: { status: 503, type: "service_unavailable_error" }, // `start` could not launch an engine
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof CODES;
@@ -77,6 +78,14 @@ export class GatewayError extends Error {
     return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
   }
 
+  /**
+   * Anthropic's envelope, on the Messages routes: its error type from the status (the code stays in the
+   * message's reach through the OpenAI envelope's routes only; Anthropic clients read type and message).
+   */
+  toAnthropicJSON(): { type: "error"; error: { type: string; message: string } } {
+    return { type: "error", error: { type: anthropicType(this.status), message: this.message } };
+  }
+
   /** Response headers the error carries besides the body. */
   headers(): Record<string, string> {
     return this.retryAfterSeconds === undefined
@@ -89,4 +98,15 @@ export class GatewayError extends Error {
 export function toGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   return new GatewayError("internal_error", "internal gateway error", { cause: err });
+}
+
+/** Anthropic's error type for an HTTP status (its API's own list). */
+export function anthropicType(status: number): string {
+  if (status === 401) return "authentication_error";
+  if (status === 403) return "permission_error";
+  if (status === 404) return "not_found_error";
+  if (status === 413) return "request_too_large";
+  if (status === 429) return "rate_limit_error";
+  if (status === 503 || status === 529) return "overloaded_error";
+  return status >= 500 ? "api_error" : "invalid_request_error";
 }

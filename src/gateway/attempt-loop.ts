@@ -7,12 +7,13 @@ import type { Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { TierSource } from "../routing/tier-router.js";
-import type { CallRestorer } from "./adaptation/restore.js";
+import type { Adaptation } from "./adaptation/adapt-request.js";
 import { AttemptAbort } from "./attempt-abort.js";
 import { runAttempt, type AttemptEnv, type AttemptResult } from "./attempt.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
 import type { RequestContext } from "./request-context.js";
 import type { UpstreamBodies } from "./upstream-body.js";
+import { MessagesRelay } from "./messages-relay.js";
 import { ResponsesRelay } from "./responses-relay.js";
 import { SseRelay } from "./sse-relay.js";
 import type { StreamRelay } from "./stream-relay.js";
@@ -38,18 +39,22 @@ export interface RoutedRequest {
   tier: string;
   tierSource: TierSource;
   sessionId: string | undefined;
+  /** Which of affinity.session_keys named the session (x_agent_serve.session_source). */
+  sessionSource: string | undefined;
   /** The engine path (`/v1/chat/completions`, ...). */
   path: string;
   bodies: UpstreamBodies;
   stream: boolean;
   /** The Responses API: its event stream, and the response id to remember. */
   responses: boolean;
+  /** The Anthropic Messages API: its event stream. */
+  messages: boolean;
   /** Only this backend may answer (it stores the conversation the request continues): no failover elsewhere. */
   onlyBackend: string | undefined;
   /** What placement reads of the body (the prompt prefix's key, computed only if read). */
   placement: PlacementHints;
   /** What the gateway changed for the engine, and how to restore its answers for the client. */
-  adaptation?: { readonly changes: readonly string[]; readonly restorer: CallRestorer } | undefined;
+  adaptation?: Adaptation | undefined;
 }
 
 /**
@@ -70,7 +75,9 @@ export async function runAttemptLoop(
   const restorer = request.adaptation?.restorer;
   const createRelay = request.responses
     ? (member: Buffer): StreamRelay => (relay = new ResponsesRelay(member, restorer))
-    : (member: Buffer): StreamRelay => (relay = new SseRelay(member, request.bodies.stripUsage));
+    : request.messages
+      ? (member: Buffer): StreamRelay => (relay = new MessagesRelay(member))
+      : (member: Buffer): StreamRelay => (relay = new SseRelay(member, request.bodies.stripUsage));
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < deps.settings.maxAttempts) {
     const tierBackends = deps.registry.tier(tier);
@@ -118,6 +125,7 @@ export async function runAttemptLoop(
           stream: request.stream,
           meta: {
             session_id: sessionId ?? null,
+            session_source: request.sessionSource ?? null,
             tier,
             tier_source: request.tierSource,
             backend_id: backend.id,

@@ -1,6 +1,7 @@
 // Client API keys (stored as SHA-256 hashes) and the agent a request is charged to.
 import { createHash } from "node:crypto";
 import { GatewayError } from "../core/errors.js";
+import { single } from "./client-headers.js";
 
 export interface ApiKeyEntry {
   agentId: string | undefined;
@@ -18,21 +19,22 @@ export function sha256Hex(text: string): string {
  * headers); undefined when the gateway has no keys. It runs before anything else of a /v1 request looks at
  * the request. Looking up the key's hash (not the key) means timing reveals nothing usable about valid keys.
  */
+function bearerToken(headers: DistinctHeaders): string | undefined {
+  const header = single(headers, "authorization");
+  return header?.startsWith("Bearer ") ? header.slice(7).trim() : undefined;
+}
+
 export function requireApiKey(
   headers: DistinctHeaders,
   keys: ReadonlyMap<string, ApiKeyEntry>,
 ): ApiKeyEntry | undefined {
   if (keys.size === 0) return undefined;
-  const values = headers["authorization"];
-  if (values !== undefined && values.length > 1) {
-    throw new GatewayError("invalid_header", "header authorization must appear once", {
-      param: "authorization",
-    });
-  }
-  const header = values?.[0];
-  const token = header?.startsWith("Bearer ") ? header.slice(7).trim() : undefined;
+  const token = bearerToken(headers) ?? single(headers, "x-api-key")?.trim();
   if (token === undefined || token === "") {
-    throw new GatewayError("unauthorized", "this gateway needs an API key: 'Authorization: Bearer <key>'");
+    throw new GatewayError(
+      "unauthorized",
+      "this gateway needs an API key: 'Authorization: Bearer <key>' (or 'x-api-key: <key>', as Anthropic clients send it)",
+    );
   }
   const entry = keys.get(sha256Hex(token));
   if (entry === undefined) throw new GatewayError("unauthorized", "unknown API key");

@@ -1,4 +1,4 @@
-// Validates the gateway's own request headers: session id, tier hint and agent id.
+// Validates the gateway's own request headers: tier hint and agent id (the session: session-identity.ts).
 import { GatewayError } from "../core/errors.js";
 import type { DistinctHeaders } from "./client-auth.js";
 
@@ -7,7 +7,6 @@ export const MAX_SESSION_ID_BYTES = 256;
 const PRINTABLE_ASCII = /^[\x20-\x7e]+$/;
 
 export interface ClientHeaders {
-  sessionId: string | undefined;
   /** undefined and "auto" both mean: let the router decide. */
   tierHint: string | undefined;
   /** X-Agent-Id as sent; undefined when absent. */
@@ -18,7 +17,7 @@ export interface ClientHeaders {
  * Node joins repeated custom headers into one value ("a, a"), which would make a new session or agent id of
  * two copies of one: the distinct values are read instead, and two of them are a 400.
  */
-function single(headers: DistinctHeaders, name: string): string | undefined {
+export function single(headers: DistinctHeaders, name: string): string | undefined {
   const values = headers[name];
   if (values === undefined) return undefined;
   if (values.length > 1) {
@@ -27,23 +26,24 @@ function single(headers: DistinctHeaders, name: string): string | undefined {
   return values[0];
 }
 
-function printable(name: string, value: string, maxBytes: number): string {
+/** A header's value (or, with code invalid_request, a body field's) checked as 1-maxBytes printable ASCII. */
+export function printable(
+  name: string,
+  value: string,
+  maxBytes: number,
+  code: "invalid_header" | "invalid_request" = "invalid_header",
+): string {
   if (value.length === 0 || value.length > maxBytes || !PRINTABLE_ASCII.test(value)) {
-    throw new GatewayError(
-      "invalid_header",
-      `header ${name} must be 1-${maxBytes} printable ASCII characters`,
-      { param: name },
-    );
+    const what = code === "invalid_header" ? `header ${name}` : `'${name}'`;
+    throw new GatewayError(code, `${what} must be 1-${maxBytes} printable ASCII characters`, { param: name });
   }
   return value;
 }
 
 export function parseClientHeaders(headers: DistinctHeaders): ClientHeaders {
-  const session = single(headers, "x-session-id");
   const hint = single(headers, "x-tier-hint");
   const agent = single(headers, "x-agent-id");
   return {
-    sessionId: session === undefined ? undefined : printable("x-session-id", session, MAX_SESSION_ID_BYTES),
     tierHint: hint === undefined || hint === "" ? undefined : printable("x-tier-hint", hint, 64),
     agentId: agent === undefined ? undefined : printable("x-agent-id", agent, 128),
   };

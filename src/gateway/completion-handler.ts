@@ -2,11 +2,12 @@
 // -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
-import { adaptResponsesRequest } from "./adaptation/responses-tools.js";
+import { adaptRequest } from "./adaptation/adapt-request.js";
 import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
+import { identifySession } from "./session-identity.js";
 import type { RequestContext } from "./request-context.js";
 import { continuedConversation, rememberResponse } from "./response-chain.js";
 import type { TierSource } from "../routing/tier-router.js";
@@ -19,6 +20,7 @@ const PATHS: Record<Endpoint, string> = {
   chat: "/v1/chat/completions",
   completions: "/v1/completions",
   responses: "/v1/responses",
+  messages: "/v1/messages",
 };
 
 export async function handleCompletion(
@@ -27,6 +29,8 @@ export async function handleCompletion(
   req: IncomingMessage,
   res: ServerResponse,
   ctx: RequestContext,
+  /** POST /v1/messages/count_tokens: placed like the conversation, answered by its engine, never charged. */
+  countTokens = false,
 ): Promise<void> {
   const { settings } = rt;
   const admission = admit(
@@ -42,18 +46,25 @@ export async function handleCompletion(
   const request = parseCompletionRequest(raw, endpoint);
   if (settings.config.server.log_prompts) ctx.prompt = lastTurnText(request);
   // Tools a stock engine would refuse are adapted; only then is the body re-encoded.
-  const adaptation =
-    endpoint === "responses" ? adaptResponsesRequest(request.body, settings.adaptation) : undefined;
+  const adaptation = adaptRequest(endpoint, request.body, settings.adaptation);
   if (adaptation !== undefined) ctx.adapted = adaptation.changes;
 
-  // A Responses request continuing a stored response must reach the engine that stores it.
-  const conversation = continuedConversation(rt, request, admission.client.sessionId, ctx.requestId);
+  // The session: the first of affinity.session_keys the request carries. A Responses request continuing a
+  // stored response must reach the engine that stores it.
+  const sessionKeys = settings.config.affinity.session_keys;
+  const chained = endpoint === "responses" && (request.previousResponseId !== undefined || request.store);
+  const identity = identifySession(req.headersDistinct, request.body, sessionKeys, chained);
+  const named = typeof identity === "object" ? identity : undefined;
+  const conversation = continuedConversation(rt, request, named?.key, ctx.requestId, identity !== undefined);
   const sessionId = conversation.sessionKey;
   ctx.sessionId = sessionId;
+  ctx.sessionSource = sessionId === undefined ? undefined : (named?.source ?? "responses_chain");
   const client = { ...admission.client, sessionId };
   // The budget hold starts now so that, with both stores in Redis, its round trip runs alongside the binding
   // lookup's instead of after it. A handler is attached at once (a refusal is awaited, and thrown, below).
-  const holding = reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
+  const holding = countTokens
+    ? Promise.resolve(undefined)
+    : reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
   void holding.catch(() => undefined);
   let tier: string;
   let tierSource: TierSource;
@@ -92,7 +103,8 @@ export async function handleCompletion(
         tier,
         tierSource,
         sessionId,
-        path: PATHS[endpoint],
+        sessionSource: ctx.sessionSource,
+        path: countTokens ? "/v1/messages/count_tokens" : PATHS[endpoint],
         bodies:
           adaptation === undefined
             ? new UpstreamBodies(raw, request, hold?.clampedMaxTokens)
@@ -105,6 +117,7 @@ export async function handleCompletion(
         adaptation,
         stream: request.stream,
         responses: endpoint === "responses",
+        messages: endpoint === "messages",
         onlyBackend: conversation.owner?.id,
         placement: request,
       },
@@ -118,7 +131,7 @@ export async function handleCompletion(
     if (result.responseId !== undefined && request.store && sessionId !== undefined) {
       rememberResponse(rt, result.responseId, ctx.backend!, sessionId);
     }
-    usage = result.usage;
+    usage = countTokens ? undefined : result.usage;
     if (usage !== undefined) rt.metrics.tokens(tier, usage);
   } finally {
     // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended

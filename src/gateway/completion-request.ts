@@ -4,7 +4,7 @@ import { prefixKeyOf } from "../affinity/prefix-key.js";
 import { promptBytes, routingText } from "../affinity/policies/routing-text.js";
 import { GatewayError } from "../core/errors.js";
 
-export type Endpoint = "chat" | "completions" | "responses";
+export type Endpoint = "chat" | "completions" | "responses" | "messages";
 
 export interface CompletionRequest {
   endpoint: Endpoint;
@@ -148,6 +148,8 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
       (last["role"] === "assistant" && Array.isArray(last["tool_calls"]) && last["tool_calls"].length > 0);
   } else if (endpoint === "responses") {
     ({ chars, toolFollowup } = readResponsesInput(body));
+  } else if (endpoint === "messages") {
+    ({ chars, toolFollowup, messageCount } = readAnthropicMessages(body));
   } else {
     const prompt = body["prompt"];
     if (prompt === undefined || prompt === null) {
@@ -212,6 +214,44 @@ class ParsedCompletionRequest implements CompletionRequest {
   get promptBytes(): string {
     return (this.lazyPromptBytes ??= promptBytes(this.endpoint, this.body));
   }
+}
+
+/**
+ * Anthropic Messages (`system`, `messages` of text, tool_use and tool_result blocks): text length, message count,
+ * and whether the last message carries a tool result (the agent loop is mid-step).
+ */
+function readAnthropicMessages(body: Record<string, unknown>): {
+  chars: number;
+  toolFollowup: boolean;
+  messageCount: number;
+} {
+  const messages = body["messages"];
+  if (!Array.isArray(messages) || messages.length === 0) {
+    throw new GatewayError("invalid_request", "'messages' must be a non-empty array", { param: "messages" });
+  }
+  let chars = contentChars(body["system"]);
+  let toolFollowup = false;
+  for (let i = 0; i < messages.length; i++) {
+    const message: unknown = messages[i];
+    if (!isRecord(message) || typeof message["role"] !== "string") {
+      throw new GatewayError("invalid_request", `'messages[${i}]' must be an object with a string 'role'`, {
+        param: `messages[${i}]`,
+      });
+    }
+    const content = message["content"];
+    chars += contentChars(content);
+    toolFollowup = false;
+    if (Array.isArray(content)) {
+      for (const block of content) {
+        if (!isRecord(block)) continue;
+        if (block["type"] === "tool_result") {
+          toolFollowup = true;
+          chars += contentChars(block["content"]);
+        } else if (block["type"] === "tool_use") chars += JSON.stringify(block["input"] ?? null).length;
+      }
+    }
+  }
+  return { chars, toolFollowup, messageCount: messages.length };
 }
 
 /**

@@ -404,7 +404,7 @@ export class Gateway {
       lookup: options.discoveryLookup ?? dnsLookup(config.health.probe_timeout_seconds * 1000),
       onChange: () => {
         const changed = this.applyBackends(this.runtime.settings.config);
-        logger.info({ changed }, "discovered engines changed");
+        if (changed.length > 0) logger.info({ changed }, "discovered engines changed");
       },
       onError: (entry, err) =>
         logger.warn(
@@ -503,6 +503,14 @@ export class Gateway {
   reload(config: GatewayConfig): { changed: string[] } {
     checkEnvironment(config, "reloaded config");
     const rt = this.runtime;
+    const before = rt.settings.config;
+    const sections = (Object.keys(config) as (keyof GatewayConfig)[]).filter(
+      (key) => JSON.stringify(before[key]) !== JSON.stringify(config[key]),
+    );
+    if (sections.length === 0) {
+      rt.logger.info({ changed: [] }, "config reloaded: no change");
+      return { changed: [] };
+    }
     const changed = this.applyBackends(config);
     void this.discovery.configure(config.discovery);
     rt.scheduler.configure({
@@ -561,7 +569,7 @@ export class Gateway {
     rt.settings = deriveSettings(config, rt.registry.tiers());
     // A fresh verdict cache: a reload may change the tiers, the model asked or its prompt.
     rt.classifier = createClassifier(rt);
-    changed.push(`${config.backends.length} backends in ${rt.registry.tiers().length} tiers`);
+    changed.push(`changed: ${sections.join(", ")}`);
     rt.logger.info({ changed }, "config reloaded");
     return { changed };
   }

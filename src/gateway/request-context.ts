@@ -8,6 +8,8 @@ export interface RequestContext {
   method: string;
   path: string;
   sessionId?: string | undefined;
+  /** Which of affinity.session_keys named the session (`header:...`, `body:...`, `responses_chain`). */
+  sessionSource?: string | undefined;
   agentId?: string | undefined;
   /** The last message, only when server.log_prompts is on. */
   prompt?: string;

@@ -29,18 +29,20 @@ export function continuedConversation(
   request: CompletionRequest,
   sessionId: string | undefined,
   requestId: string,
+  /** The chain may name the session (affinity.session_keys reached its responses_chain entry). */
+  chainKeys: boolean,
 ): Conversation {
   if (request.endpoint !== "responses") return { sessionKey: sessionId, owner: undefined };
+  const chain = (key: string | undefined): string | undefined => sessionId ?? (chainKeys ? key : undefined);
   const previous = request.previousResponseId;
   if (previous === undefined) {
-    const chainKey = request.store ? `response-chain:${requestId}` : undefined;
-    return { sessionKey: sessionId ?? chainKey, owner: undefined };
+    return { sessionKey: chain(request.store ? `response-chain:${requestId}` : undefined), owner: undefined };
   }
   const known = deps.responseOwners.owner(previous);
   // Unknown here (never seen, or forgotten): the session decides, and the engine answers for the id.
-  if (known === undefined) return { sessionKey: sessionId ?? `response-chain:${previous}`, owner: undefined };
+  if (known === undefined) return { sessionKey: chain(`response-chain:${previous}`), owner: undefined };
   return {
-    sessionKey: sessionId ?? known.sessionKey,
+    sessionKey: chain(known.sessionKey),
     owner: liveOwner(deps.registry, previous, known.backendId),
   };
 }

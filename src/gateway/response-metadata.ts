@@ -4,6 +4,8 @@ import type { TierSource } from "../routing/tier-router.js";
 
 export interface AgentServeMetadata {
   session_id: string | null;
+  /** Which of affinity.session_keys named the session (`header:x-claude-code-session-id`, ...). */
+  session_source: string | null;
   tier: string;
   /** Why this tier: the hint, the model, a rule, or the classifier. */
   tier_source: TierSource;
@@ -42,6 +44,7 @@ export function metadataHeaderList(meta: AgentServeMetadata, requestId: string):
   ];
   // The session id was validated as printable ASCII, so it is a safe header value as it is.
   if (meta.session_id !== null) list.push("x-agent-serve-session-id", meta.session_id);
+  if (meta.session_source !== null) list.push("x-agent-serve-session-source", meta.session_source);
   if (meta.adapted !== undefined) list.push("x-agent-serve-adapted", meta.adapted.join(","));
   return list;
 }
@@ -54,8 +57,9 @@ const json = JSON.stringify;
  */
 export function metadataMember(meta: AgentServeMetadata): Buffer {
   const session = meta.session_id === null ? "null" : json(meta.session_id);
+  const source = meta.session_source === null ? "null" : json(meta.session_source);
   return Buffer.from(
-    `,"x_agent_serve":{"session_id":${session},"tier":${json(meta.tier)},"tier_source":${json(meta.tier_source)},` +
+    `,"x_agent_serve":{"session_id":${session},"session_source":${source},"tier":${json(meta.tier)},"tier_source":${json(meta.tier_source)},` +
       `"backend_id":${json(meta.backend_id)},"affinity_hit":${meta.affinity_hit},"reason":${json(meta.reason)},` +
       `"queue_wait_ms":${meta.queue_wait_ms},"attempts":${meta.attempts}` +
       (meta.adapted === undefined ? "}" : `,"adapted":${json(meta.adapted)}}`),

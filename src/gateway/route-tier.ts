@@ -6,7 +6,7 @@ import type { ClientHeaders } from "./client-headers.js";
 import type { CompletionRequest } from "./completion-request.js";
 
 export function routeTier(
-  client: ClientHeaders,
+  client: ClientHeaders & { sessionId: string | undefined },
   request: CompletionRequest,
   registry: BackendRegistry,
   scheduler: AffinityScheduler,

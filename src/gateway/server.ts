@@ -71,6 +71,11 @@ export function createGatewayServer(
     ["POST /v1/chat/completions", (req, res, ctx) => handleCompletion(rt, "chat", req, res, ctx)],
     ["POST /v1/completions", (req, res, ctx) => handleCompletion(rt, "completions", req, res, ctx)],
     ["POST /v1/responses", (req, res, ctx) => handleCompletion(rt, "responses", req, res, ctx)],
+    ["POST /v1/messages", (req, res, ctx) => handleCompletion(rt, "messages", req, res, ctx)],
+    [
+      "POST /v1/messages/count_tokens",
+      (req, res, ctx) => handleCompletion(rt, "messages", req, res, ctx, true),
+    ],
     ["GET /v1/models", async (_req, res) => writeJson(res, 200, listModels(rt))],
     ["GET /healthz", async (_req, res) => writeJson(res, 200, { status: "ok" })],
     ["GET /readyz", async (_req, res) => readiness(rt, res, hooks.accepting())],
@@ -189,7 +194,16 @@ export function createGatewayServer(
       }
       const headers: Record<string, string> = { ...error.headers(), "x-request-id": ctx.requestId };
       if (ctx.tier !== undefined) headers["x-agent-serve-tier"] = ctx.tier;
-      writeJson(res, error.status, error.toJSON(), headers);
+      if (!req.complete) {
+        // The connection ends after this answer: the client is told so, and node's own close of it (destroySoon,
+        // a reset while the client still writes) becomes a lingering close.
+        headers["connection"] = "close";
+        const socket = req.socket;
+        socket.destroySoon = () => lingerThenClose(socket, lingering);
+      }
+      // The Anthropic Messages routes answer in Anthropic's envelope, every other route in OpenAI's.
+      const body = ctx.path.startsWith("/v1/messages") ? error.toAnthropicJSON() : error.toJSON();
+      writeJson(res, error.status, body, headers);
       // A body left unread (too large, or refused before reading) is read on and discarded, a bounded
       // amount, so that the client reads this answer before the connection is cut.
       if (!req.complete) drainThenClose(req, lingering);
@@ -214,6 +228,7 @@ export function createGatewayServer(
         status,
         ms: Math.round(durationMs * 10) / 10,
         session: ctx.sessionId,
+        sessionSource: ctx.sessionSource,
         agent: ctx.agentId,
         tier: ctx.tier,
         backend: ctx.backend,

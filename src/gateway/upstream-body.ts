@@ -32,8 +32,10 @@ export class UpstreamBodies {
       typeof options === "object" &&
       options !== null &&
       (options as Record<string, unknown>)["include_usage"] === true;
-    // The Responses API reports usage in its final event whatever the client asks: nothing to add or strip.
-    this.stripUsage = request.stream && !clientAsked && request.endpoint !== "responses";
+    // The Responses and Messages APIs report usage in their stream whatever the client asks: nothing to add or
+    // strip (and `stream_options` is no field of theirs).
+    this.stripUsage =
+      request.stream && !clientAsked && request.endpoint !== "responses" && request.endpoint !== "messages";
     this.needsUsageOption = this.stripUsage;
   }
 

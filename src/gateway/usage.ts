@@ -1,4 +1,4 @@
-// Token usage as engines report it (OpenAI `usage`), read without parsing whole response bodies.
+// Token usage as engines report it (OpenAI's and Anthropic's `usage`), read without parsing whole response bodies.
 
 export interface TokenUsage {
   promptTokens: number;
@@ -14,6 +14,9 @@ interface RawUsage {
   input_tokens?: unknown;
   output_tokens?: unknown;
   input_tokens_details?: { cached_tokens?: unknown } | null;
+  /** Anthropic Messages: input_tokens are the prompt tokens NOT read from or written to the cache. */
+  cache_read_input_tokens?: unknown;
+  cache_creation_input_tokens?: unknown;
 }
 
 const USAGE_KEY = Buffer.from('"usage"');
@@ -25,6 +28,15 @@ function count(value: unknown): number {
 export function usageFrom(raw: unknown): TokenUsage | undefined {
   if (typeof raw !== "object" || raw === null) return undefined;
   const usage = raw as RawUsage;
+  if (usage.cache_read_input_tokens !== undefined || usage.cache_creation_input_tokens !== undefined) {
+    // Anthropic's split: the whole prompt is the uncached, the read and the written parts together.
+    const read = count(usage.cache_read_input_tokens);
+    return {
+      promptTokens: count(usage.input_tokens) + read + count(usage.cache_creation_input_tokens),
+      completionTokens: count(usage.output_tokens),
+      cachedTokens: read,
+    };
+  }
   return {
     promptTokens: count(usage.prompt_tokens ?? usage.input_tokens),
     completionTokens: count(usage.completion_tokens ?? usage.output_tokens),

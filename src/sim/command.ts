@@ -1,5 +1,6 @@
 // `agent-serve sim`: runs one simulated vLLM engine as a process until SIGINT/SIGTERM (or a `die` fault).
 import { parseArgs } from "node:util";
+import { parentGone, reportReady } from "../cli/parent-link.js";
 import { waitForStopSignal } from "../cli/stop-signal.js";
 import { UsageError, type Command } from "../cli/command.js";
 import { SIM_DEFAULTS } from "./defaults.js";
@@ -155,7 +156,8 @@ export const simCommand: Command = {
   help: HELP,
   async run(argv: string[]): Promise<number> {
     const options = parseSimArgs(argv);
-    const stopped = waitForStopSignal();
+    // Stopped by a signal, or by the end of the `agent-serve start` that spawned it.
+    const stopped = Promise.race([waitForStopSignal(), parentGone()]);
     const immediateFault = options.faultDelayMs === 0 ? options.fault : undefined;
     const handle = await startSimEngine({
       ...options.engine,
@@ -169,12 +171,15 @@ export const simCommand: Command = {
       `agent-serve sim: listening on ${handle.url} (profile ${handle.profile.name}, model ${handle.model}, ` +
         `time-scale ${options.engine.timeScale ?? SIM_DEFAULTS.timeScale})\n`,
     );
+    reportReady(handle.url);
     let faultTimer: NodeJS.Timeout | undefined;
     const delayedFault = options.faultDelayMs > 0 ? options.fault : undefined;
     if (delayedFault) faultTimer = setTimeout(() => handle.setFault(delayedFault), options.faultDelayMs);
     await stopped;
     if (faultTimer) clearTimeout(faultTimer);
     await handle.close();
+    // The IPC channel to a parent would keep the process alive.
+    if (process.connected) process.disconnect();
     return 0;
   },
 };

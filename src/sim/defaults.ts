@@ -5,8 +5,8 @@ export const SIM_DEFAULTS = {
   host: "127.0.0.1",
   /** In-process engines take an OS-assigned port, so parallel tests never collide. */
   port: 0,
-  /** vLLM's own default port, used by the `agent-serve sim` command. */
-  cliPort: 8000,
+  /** The `agent-serve sim` command's port: not the gateway's 8000 nor the demo engines' 8001-8003. */
+  cliPort: 8100,
   profile: "instant",
   /** Simulated milliseconds per wall-clock millisecond. */
   timeScale: 1,

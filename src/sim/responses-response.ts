@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import type { ChatMessage, ChatToolCall } from "./chat-template.js";
 import type { RequestListener } from "./engine-loop.js";
+import { EventStreamResponse } from "./event-stream-response.js";
 import type { ResponseHost } from "./generation-response.js";
 import { usage as chatUsage } from "./openai-shapes.js";
 import type { EngineRequest } from "./request.js";
@@ -42,15 +43,12 @@ export interface ResponsesResponseOptions {
 type OpenItem =
   { item: MessageItem; index: number; text: string } | { item: FunctionCallItem; index: number };
 
-export class ResponsesResponse implements RequestListener {
+export class ResponsesResponse extends EventStreamResponse implements RequestListener {
   private readonly events = new ResponseEvents();
   private readonly streamer: ToolCallStreamer | undefined;
-  private readonly pending: string[] = [];
   private readonly streamedItems: OutputItem[] = [];
   private open: OpenItem | undefined;
   private flushQueued = false;
-  private settled = false;
-  private eventsSent = 0;
 
   private static flushTurn(response: ResponsesResponse): void {
     response.flushQueued = false;
@@ -58,6 +56,7 @@ export class ResponsesResponse implements RequestListener {
   }
 
   constructor(private readonly options: ResponsesResponseOptions) {
+    super(options.res, options.host, options.engineRequest);
     const { res, request } = options;
     if (options.toolPlan) this.streamer = new ToolCallStreamer(options.toolPlan);
     if (request.stream) {
@@ -67,11 +66,6 @@ export class ResponsesResponse implements RequestListener {
       this.pending.push(this.events.event("response.in_progress", { response: initial }));
       this.flush(false);
     }
-    res.on("close", () => {
-      if (this.settled) return;
-      this.settle("aborted");
-      options.host.abort([options.engineRequest]);
-    });
   }
 
   onToken(request: EngineRequest, tokenIndex: number): void {
@@ -123,24 +117,6 @@ export class ResponsesResponse implements RequestListener {
       "served",
       chatUsage(this.options.promptTokens, request.numOutputTokens, cached),
     );
-  }
-
-  /** Writes a JSON answer unless a fault intervenes (hang: nothing; cut_stream: half the body, then a reset). */
-  private sendJson(json: string): boolean {
-    const res = this.options.res;
-    const fault = this.options.host.currentFault();
-    if (fault.kind === "hang") {
-      this.settle("stalled");
-      return false;
-    }
-    res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(json) });
-    if (fault.kind === "cut_stream") {
-      this.settle("cut");
-      res.write(json.slice(0, Math.floor(json.length / 2)), () => res.destroy());
-      return false;
-    }
-    res.end(json);
-    return true;
   }
 
   /** The output of a JSON answer: the tool parser's view of the whole text. */
@@ -274,43 +250,6 @@ export class ResponsesResponse implements RequestListener {
     this.pending.push(
       this.events.event("response.output_item.done", { output_index: open.index, item: open.item }),
     );
-  }
-
-  /**
-   * Writes the queued events in one socket write (ending the response if `end`), unless a fault intervenes:
-   * hang stops the stream for good, cut_stream drops the connection after that many events. Returns false then.
-   */
-  private flush(end: boolean): boolean {
-    const res = this.options.res;
-    if (this.settled || res.destroyed) return false;
-    const fault = this.options.host.currentFault();
-    if (fault.kind === "hang") {
-      this.pending.length = 0;
-      this.settle("stalled");
-      this.options.host.abort([this.options.engineRequest]);
-      return false;
-    }
-    if (fault.kind === "cut_stream" && this.eventsSent + this.pending.length > fault.afterChunks) {
-      const allowed = this.pending.slice(0, Math.max(0, fault.afterChunks - this.eventsSent)).join("");
-      this.pending.length = 0;
-      this.settle("cut");
-      this.options.host.abort([this.options.engineRequest]);
-      if (allowed.length === 0) res.destroy();
-      else res.write(allowed, () => res.destroy());
-      return false;
-    }
-    this.eventsSent += this.pending.length;
-    const data = this.pending.join("");
-    this.pending.length = 0;
-    if (end) res.end(data);
-    else if (data.length > 0) res.write(data);
-    return true;
-  }
-
-  private settle(outcome: "aborted" | "stalled" | "cut"): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.options.host.recordOutcome(outcome, undefined);
   }
 }
 

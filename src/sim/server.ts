@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { systemClock } from "../core/clock.js";
+import { anthropicType } from "../core/errors.js";
 import type { Random } from "../core/random.js";
 import { renderChat } from "./chat-template.js";
 import { ResponseStore } from "./response-store.js";
@@ -22,6 +23,8 @@ import { GenerationResponse, type ResponseHost, type ResponseOutcome } from "./g
 import { readJsonBody } from "./http-body.js";
 import type { SimMetrics } from "./metrics.js";
 import { answerInfoRoute, type InfoSource } from "./info-routes.js";
+import { parseMessagesRequest } from "./messages-request.js";
+import { MessagesResponse } from "./messages-response.js";
 import type { Usage } from "./openai-shapes.js";
 import type { SimProfile } from "./profiles.js";
 import { planChatReply } from "./reply-plan.js";
@@ -202,6 +205,12 @@ export class SimServer {
     const url = req.url ?? "/";
     const query = url.indexOf("?");
     const path = query < 0 ? url : url.slice(0, query);
+    if (path === "/v1/messages" || path === "/v1/messages/count_tokens") {
+      if (this.fault.kind === "hang") return;
+      if (req.method !== "POST") return sendRouteError(res, 405);
+      this.handleMessages(path, req, res).catch((err: unknown) => this.failAnthropic(res, err));
+      return;
+    }
     if (ResponsesApi.owns(path)) {
       if (this.fault.kind === "hang") return;
       this.handleResponses(path, req, res).catch((err: unknown) => this.fail(res, err));
@@ -279,6 +288,87 @@ export class SimServer {
     }
     if (this.fault.kind === "hang" || this.dead || res.destroyed) return;
     this.start(request, prompts, res, endpoint);
+  }
+
+  /** The Anthropic Messages API, on the same engine path as chat: the request becomes chat turns. */
+  private async handleMessages(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const countOnly = path.endsWith("/count_tokens");
+    if (!countOnly) this.counters.requestsReceived += 1;
+    const request = parseMessagesRequest(
+      await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes),
+      countOnly,
+    );
+    checkServedModel(request.model, this.deps.model);
+    const offerTools = request.toolChoice !== "none" && request.chatTools.length > 0;
+    const promptTokenIds = renderChat(request.messages, {
+      tools: offerTools ? request.chatTools : undefined,
+    });
+    if (countOnly) return writeJson(res, 200, { input_tokens: promptTokenIds.length });
+    const limit = this.deps.maxModelLen;
+    if (promptTokenIds.length + request.maxTokens > limit) {
+      throw new SimRequestError(
+        `This model's maximum context length is ${limit} tokens. However, you requested ` +
+          `${promptTokenIds.length + request.maxTokens} tokens (${promptTokenIds.length} in the messages, ` +
+          `${request.maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+      );
+    }
+    this.injectFaults();
+    if (this.fault.kind === "slow") await this.sleep(this.fault.extraLatencyMs);
+    if (this.dead || res.destroyed) return;
+    const seed = this.deps.seed;
+    const script = planChatReply(
+      {
+        messages: request.messages,
+        toolFunctions: request.toolFunctions,
+        toolChoice: request.toolChoice,
+        parallelToolCalls: true,
+        outputFormat: { kind: "text" },
+      },
+      this.deps.toolCallRates,
+      { promptTokenIds, seed, choiceIndex: 0 },
+    );
+    const engineRequest = createEngineRequest({
+      id: `msg-${randomUUID()}`,
+      promptTokenIds,
+      maxTokens: request.maxTokens,
+      maxModelLen: limit,
+      stop: this.deps.profile.stop,
+      seed,
+      choiceIndex: 0,
+      cacheSalt: undefined,
+      scriptedText: script?.text,
+    });
+    const response = new MessagesResponse({
+      res,
+      host: this.responseHost,
+      model: this.deps.model,
+      stream: request.stream,
+      engineRequest,
+      toolPlan: script?.toolPlan,
+      promptTokens: promptTokenIds.length,
+    });
+    this.deps.loop.submit(engineRequest, response);
+  }
+
+  /** Errors of the Messages routes in Anthropic's envelope, as vLLM's Anthropic endpoint answers them. */
+  private failAnthropic(res: ServerResponse, err: unknown): void {
+    const error =
+      err instanceof SimRequestError
+        ? err
+        : new SimRequestError(
+            `Internal server error: ${err instanceof Error ? err.message : String(err)}`,
+            500,
+          );
+    if (error.status >= 500) this.counters.requestsFailed += 1;
+    else this.counters.requestsRejected += 1;
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    writeJson(res, error.status, {
+      type: "error",
+      error: { type: anthropicType(error.status), message: error.message },
+    });
   }
 
   /** The Responses API: creation counts as a generation request (and meets injected faults); reads do not. */

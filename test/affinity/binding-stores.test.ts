@@ -11,6 +11,7 @@ import { SeededRandom } from "../../src/core/random.js";
 import { RedisLink } from "../../src/store/redis-link.js";
 import { RedisSubscription } from "../../src/store/redis-subscription.js";
 import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { eventsOf, waitUntil } from "../helpers/wait.js";
 import { candidates, CountingRecorder, type TestCandidate } from "./helpers.js";
 
 const TIER = "small";
@@ -359,10 +360,13 @@ describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
     const session = "s-order";
     const winner = winnerOf(session, a.backends);
     // a binds at t=0 to a non-winner while the Redis link of a is held back (its write queued)...
-    a.link!.client.disconnect();
-    for (let check = 0; check < 500 && (a.link!.client.status !== "end" || a.link!.up); check++) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    const client = a.link!.client;
+    const ended = waitUntil("the link of a to end", () => client.status === "end" && !a.link!.up, [
+      eventsOf(client, "close"),
+      eventsOf(client, "end"),
+    ]);
+    client.disconnect();
+    await ended;
     expect(a.link!.up).toBe(false);
     setState(a, winner.id, "down");
     const old = (await turn(a, session))!.backend.id;

@@ -1,6 +1,6 @@
 // The agent's turn loop with a scripted model (unit test only): tool calls run, results go back, bounds hold.
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { runTurn } from "../../src/agent/agent-loop.js";
 import type { ModelRequest, ModelStep, ToolCallRequest } from "../../src/agent/model-call.js";
 import { Toolbox } from "../../src/agent/toolbox.js";
@@ -156,27 +156,36 @@ describe("runTurn", () => {
 
 describe("Toolbox", () => {
   it("lets a self-timed tool report its own stop past its limit", async () => {
-    const selfTimed: AgentTool = {
-      ...echoTool,
-      name: "sandboxish",
-      selfTimed: true,
-      limits: { ...echoTool.limits, timeoutMs: 5 },
-      run: () =>
-        new Promise((resolve) =>
-          setTimeout(
-            () => resolve({ ok: false, output: "error: stopped: the code ran longer than 5 ms" }),
-            30,
-          ),
-        ),
-    };
-    expect(await new Toolbox([selfTimed]).call("sandboxish", "{}")).toMatchObject({
-      ok: false,
-      output: "error: stopped: the code ran longer than 5 ms",
-    });
-    // The same tool, not self-timed, is stopped by the toolbox at its limit.
-    expect(await new Toolbox([{ ...selfTimed, selfTimed: false }]).call("sandboxish", "{}")).toMatchObject({
-      output: "error: sandboxish took longer than its limit of 5 ms",
-    });
+    // The toolbox's timer runs on fake time: the tool answers exactly when the test says, never by chance.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      let finish: (() => void) | undefined;
+      const selfTimed: AgentTool = {
+        ...echoTool,
+        name: "sandboxish",
+        selfTimed: true,
+        limits: { ...echoTool.limits, timeoutMs: 5 },
+        run: () =>
+          new Promise((resolve) => {
+            finish = () => resolve({ ok: false, output: "error: stopped: the code ran longer than 5 ms" });
+          }),
+      };
+      const own = new Toolbox([selfTimed]).call("sandboxish", "{}");
+      await vi.advanceTimersByTimeAsync(30); // past its limit: a self-timed tool is still waited for
+      finish!();
+      expect(await own).toMatchObject({
+        ok: false,
+        output: "error: stopped: the code ran longer than 5 ms",
+      });
+      // The same tool, not self-timed, is stopped by the toolbox at its limit.
+      const stopped = new Toolbox([{ ...selfTimed, selfTimed: false }]).call("sandboxish", "{}");
+      await vi.advanceTimersByTimeAsync(5);
+      expect(await stopped).toMatchObject({
+        output: "error: sandboxish took longer than its limit of 5 ms",
+      });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("describes its tools as OpenAI function tools", () => {

@@ -21,23 +21,25 @@ describe("WorkerSandbox", () => {
 
   it("stops code the interrupt cannot reach, without blocking this thread, and starts afresh", async () => {
     // One native call per iteration that grinds the heap: QuickJS polls its interrupt only between bytecodes.
+    // Counts this thread's event-loop turns while the code runs (no timer: a turn is a setImmediate callback).
+    let turns = 0;
+    let done = false;
+    const turn = (): void => {
+      if (done) return;
+      turns++;
+      setImmediate(turn);
+    };
+    setImmediate(turn);
     const grinder = sandbox.run("const a = []; while (true) a.push(new Array(100000).fill(1.5))", limits);
-    let timerFired = false;
-    const timer = new Promise<void>((resolve) =>
-      setTimeout(() => {
-        timerFired = true;
-        resolve();
-      }, 20),
-    );
-    // Read at the moment the result arrives: code run on this thread would resolve before the timer could fire.
-    const [result, firedFirst] = await grinder.then((r) => [r, timerFired] as const);
-    await timer;
+    // Read at the moment the result arrives: code run on this thread would answer before the loop turned once.
+    const [result, turnsFirst] = await grinder.then((r) => [r, turns] as const);
+    done = true;
     expect(result.ok).toBe(false);
     expect(result.output).toMatch(
       /^error: stopped: the code (ran longer than 300 ms|used more than \d+ bytes)/,
     );
-    // This thread's timers ran while the code did: the event loop of the agents was never held.
-    expect(firedFirst).toBe(true);
+    // This thread's event loop turned while the code ran: the event loop of the agents was never held.
+    expect(turnsFirst).toBeGreaterThan(0);
     // The stopped worker is gone; the next call gets a fresh one with nothing left over.
     expect(await sandbox.run("typeof a", limits)).toEqual({ ok: true, output: "=> undefined" });
   });

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { DEFAULT_SESSION_KEYS } from "../../src/config/schema.js";
 import {
   ConfigError,
   formatPath,
@@ -31,7 +32,8 @@ function problemsOf(text: string, env: Record<string, string> = {}): readonly st
 describe("the shipped configs/gateway.yaml", () => {
   it("loads, with the original's layout and values", async () => {
     const config = await loadConfigFile(DEFAULT_CONFIG, {});
-    expect(config.server).toMatchObject({ host: "0.0.0.0", port: 8000 });
+    // The demo listens on loopback only: it has no API keys.
+    expect(config.server).toMatchObject({ host: "127.0.0.1", port: 8000 });
     expect(config.server.admin_token).toBeUndefined();
     expect(config.backends.map((b) => [b.id, b.tier, b.base_url])).toEqual([
       ["big-0", "big", "http://127.0.0.1:8001"],
@@ -81,6 +83,7 @@ describe("the shipped configs/gateway.yaml", () => {
         max_blocks: 256,
         lru_capacity_per_backend: 31_250,
       },
+      session_keys: DEFAULT_SESSION_KEYS,
       store: { kind: "memory" },
     });
     expect(config.health).toEqual({
@@ -187,6 +190,7 @@ describe("defaults", () => {
         max_blocks: 256,
         lru_capacity_per_backend: 31_250,
       },
+      session_keys: DEFAULT_SESSION_KEYS,
       store: { kind: "memory" },
     });
     expect(config.server.port).toBe(0);
@@ -370,16 +374,32 @@ describe("bad configs name the path of every problem", () => {
     expect(problemsOf("- a\n- b\n")).toEqual([expect.stringMatching(/^\(top level\): /)]);
   });
 
-  it("reports YAML syntax errors with line and column", () => {
+  it("reports YAML syntax errors naming the key, the line and the column", () => {
     expect(problemsOf("backends: [\n  - a\n")).toEqual([
-      expect.stringMatching(/^YAML syntax error at line 2, column \d+: /),
+      expect.stringMatching(/^backends: YAML syntax error at line 2, column \d+: .+ \([A-Z_]+\)$/),
     ]);
     expect(problemsOf("server:\n  port: 1\n   host: x\n")).toEqual([
-      expect.stringMatching(/^YAML syntax error at line 2, column \d+: /),
+      expect.stringMatching(/^server\.port: YAML syntax error at line 2, column \d+: /),
     ]);
     expect(problemsOf(`${ONE_BACKEND}server: { port: 1 }\nserver: { port: 2 }\n`)).toEqual([
-      expect.stringMatching(/^YAML syntax error at line 4, column 1: DUPLICATE_KEY/),
+      "server: YAML syntax error at line 4, column 1: Map keys must be unique (DUPLICATE_KEY)",
     ]);
+    expect(problemsOf("server:\n  port: 1\n  port: 2\n")).toEqual([
+      "server.port: YAML syntax error at line 3, column 3: Map keys must be unique (DUPLICATE_KEY)",
+    ]);
+  });
+
+  it("bounds every duration by node's timer limit and every size, naming the key", () => {
+    expect(problemsOf(`${ONE_BACKEND}health: { probe_timeout_seconds: 3000000 }\n`)).toEqual([
+      "health.probe_timeout_seconds: must be at most 2147483.647 (node's timer limit, 24.8 days)",
+    ]);
+    expect(problemsOf(`${ONE_BACKEND}server: { max_body_bytes: 4294967296 }\n`)).toEqual([
+      "server.max_body_bytes: must be at most 2147483647 (2 GiB)",
+    ]);
+    // At the limit is fine.
+    expect(
+      parseConfigText(`${ONE_BACKEND}health: { probe_interval_seconds: 2147483 }\n`, "t").health,
+    ).toMatchObject({ probe_interval_seconds: 2147483 });
   });
 
   it("reports a missing file as a ConfigError naming the path", async () => {

@@ -1,10 +1,14 @@
 // A flood of distinct session and agent ids leaves every per-client table at its cap, and the gateway serving.
 import type { TokenBudgets } from "../../src/admission/token-budgets.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/core/clock.js";
 import { chat, metaOf, metricValue, scrape, startCluster, type Cluster } from "../helpers/cluster.js";
 
 describe("bounded state under a flood of ids", () => {
   let cluster: Cluster;
+  // The gateway's time moves only when a request is sent (by more than the budget window): whether an
+  // agent's usage has left its window never depends on how fast this machine is.
+  const clock = new ManualClock(1_000_000);
   beforeAll(async () => {
     cluster = await startCluster(
       [
@@ -14,6 +18,7 @@ describe("bounded state under a flood of ids", () => {
       // A window so short that each agent's usage has left it by the next request: a full table may then
       // forget its least recent agent for a newcomer (one with usage in its window it would refuse instead).
       { affinity: { max_bindings: 500 }, admission: { max_agents: 200, budget_window_seconds: 0.001 } },
+      { clock },
     );
   });
   afterAll(() => cluster.close());
@@ -26,6 +31,7 @@ describe("bounded state under a flood of ids", () => {
       Array.from({ length: 32 }, async () => {
         while (next < total) {
           const i = next++;
+          clock.advance(5);
           const { status } = await chat(cluster.url, {
             session: `flood-${i}-${Math.imul(i, 2654435761) >>> 0}`,
             headers: { "x-agent-id": `agent-${i}` },

@@ -13,17 +13,21 @@ import {
 
 const PROMPT_TOKENS = 20;
 
-/** Answers with usage as an engine would: the prompt, and max_tokens generated (1000 when unlimited). */
-async function meteredEngine(seenMaxTokens: (number | undefined)[] = []): Promise<ScriptedEngine> {
+/**
+ * Answers with usage as an engine would: the prompt, and max_tokens generated (1000 when unlimited); each
+ * answer once `answerWhen` resolves (called as the request arrives), so a burst can be held in flight.
+ */
+async function meteredEngine(
+  seenMaxTokens: (number | undefined)[] = [],
+  answerWhen: () => Promise<void> = () => Promise.resolve(),
+): Promise<ScriptedEngine> {
   return startScriptedEngine({
     completion: ({ res, body }) => {
       const request = JSON.parse(body.toString()) as { max_tokens?: number };
       seenMaxTokens.push(request.max_tokens);
       const completion = request.max_tokens ?? 1000;
-      // Answered a little later, so that a burst's requests are all in flight together.
-      setTimeout(
-        () => answerOk(res, chatAnswer("x", { prompt_tokens: PROMPT_TOKENS, completion_tokens: completion })),
-        20,
+      void answerWhen().then(() =>
+        answerOk(res, chatAnswer("x", { prompt_tokens: PROMPT_TOKENS, completion_tokens: completion })),
       );
     },
   });
@@ -42,17 +46,34 @@ describe("budgets that hold", () => {
   });
 
   it("a burst of 300 concurrent requests of one agent overshoots a 2,000-token budget by at most 1.5x", async () => {
-    const engine = await meteredEngine();
+    // The engine answers none of the burst until every request has either reached it or been refused by
+    // the gateway: all of them are in flight together, however fast or slow this machine is.
+    const BURST = 300;
+    const arrived: (number | undefined)[] = [];
+    let refused = 0;
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const allThere = (): void => {
+      if (arrived.length + refused === BURST) openGate();
+    };
+    const engine = await meteredEngine(arrived, () => {
+      allThere();
+      return gate;
+    });
     closers.push(() => engine.close());
     const gw = await startGatewayFor([{ id: "only", url: engine.url, maxInflight: 512 }], {
       admission: { default_token_budget: 2000 },
     });
     closers.push(() => gw.close());
     const statuses = await Promise.all(
-      Array.from(
-        { length: 300 },
-        async () => (await post(gw.url, ASK(100), { "x-agent-id": "bursty" })).status,
-      ),
+      Array.from({ length: BURST }, async () => {
+        const { status } = await post(gw.url, ASK(100), { "x-agent-id": "bursty" });
+        if (status !== 200) {
+          refused++;
+          allThere();
+        }
+        return status;
+      }),
     );
     const budgets = gw.gateway.runtime.budgets;
     expect(budgets).toBeInstanceOf(TokenBudgets);

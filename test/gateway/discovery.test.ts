@@ -1,4 +1,5 @@
 // Engines from DNS (SRV records from a loopback DNS server): engines join and leave under traffic, no request fails.
+import { EventEmitter } from "node:events";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
@@ -6,6 +7,7 @@ import { Gateway } from "../../src/gateway/gateway.js";
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { chat, metaOf, SMALL_MODEL } from "../helpers/cluster.js";
 import { startLoopbackDns, type LoopbackDns } from "../helpers/dns-server.js";
+import { eventsOf, healthChanges, waitUntil } from "../helpers/wait.js";
 
 const NAME = "_http._tcp.engines.agent-serve.test";
 
@@ -20,14 +22,6 @@ afterEach(async () => {
   dns = undefined;
   await Promise.all(engines.splice(0).map((e) => e.close()));
 });
-
-async function until(what: string, condition: () => boolean): Promise<void> {
-  for (let check = 0; check < 500; check++) {
-    if (condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe("discovery over DNS", () => {
   it("adds engines that appear (after a probe says they answer) and drops those that vanish, failing nothing", async () => {
@@ -60,13 +54,19 @@ describe("discovery over DNS", () => {
     const g = gateway;
     const idOf = (i: number) => `small.127.0.0.1.${engines[i]!.port}`;
     const stateOf = (i: number) => g.runtime.registry.get(idOf(i))?.state;
-    await until("the first two engines up", () => stateOf(0) === "up" && stateOf(1) === "up");
+    await waitUntil(
+      "the first two engines up",
+      () => stateOf(0) === "up" && stateOf(1) === "up",
+      healthChanges(g.runtime.registry),
+    );
 
     // Traffic runs all along: new sessions, so every engine of the tier gets its share.
     const servedBy = new Map<string, number>();
     const statuses: number[] = [];
     let stop = false;
     let n = 0;
+    // Each answer wakes the waits below: discovery and probes change what the next answer sees.
+    const answered = new EventEmitter();
     const traffic = (async () => {
       while (!stop) {
         const response = await chat(g.url, { session: `dns-${n++}`, maxTokens: 2 });
@@ -75,8 +75,11 @@ describe("discovery over DNS", () => {
           const backend = metaOf(response.json).backend_id;
           servedBy.set(backend, (servedBy.get(backend) ?? 0) + 1);
         }
+        answered.emit("answer");
       }
     })();
+    const until = (what: string, condition: () => boolean): Promise<void> =>
+      waitUntil(what, condition, [eventsOf(answered, "answer"), healthChanges(g.runtime.registry)]);
 
     // Engine 2 appears while it does not answer its health check yet: it must take no traffic.
     engines[2]!.setFault({ kind: "hang" });

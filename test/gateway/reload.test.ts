@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadConfigFile } from "../../src/config/load.js";
 import { Gateway } from "../../src/gateway/gateway.js";
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
-import { SMALL_MODEL, chat, metaOf, metricValue, pollUntil, scrape } from "../helpers/cluster.js";
+import { SMALL_MODEL, chat, metaOf, metricValue, scrape } from "../helpers/cluster.js";
+import { healthChanges, waitUntil } from "../helpers/wait.js";
 
 const TOKEN = "reload-admin-token-0123";
 
@@ -71,10 +72,8 @@ describe("config reload", () => {
       });
     }
     // small-2 takes traffic once its first probe succeeded (reload schedules that probe at once).
-    await pollUntil(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-      return gateway!.runtime.registry.get("small-2")?.state === "up";
-    });
+    const registry = gateway!.runtime.registry;
+    await waitUntil("small-2 up", () => registry.get("small-2")?.state === "up", healthChanges(registry));
     const fresh = await Promise.all(
       Array.from({ length: 30 }, (_, i) => chat(url, { session: `fresh-${i}` })),
     );
@@ -125,5 +124,21 @@ describe("config reload", () => {
     });
     expect(reloaded.status).toBe(200);
     expect(metaOf((await chat(url, { messages: templated })).json).reason).toBe("no_session");
+  });
+
+  it("says so when a reload changes nothing, and names the sections that changed otherwise", async () => {
+    engines.push(await startSimEngine({ model: SMALL_MODEL }));
+    const list = [{ id: "small-0", url: engines.at(-1)!.url }];
+    const dir = await mkdtemp(join(tmpdir(), "agent-serve-reload-"));
+    const path = join(dir, "gateway.yaml");
+    await writeFile(path, yaml(list));
+    gateway = await Gateway.start(await loadConfigFile(path, {}), {
+      logger: pino({ level: "silent" }),
+      listen: { host: "127.0.0.1", port: 0 },
+      loadConfig: () => loadConfigFile(path, {}),
+    });
+    expect(gateway.reload(await loadConfigFile(path, {}))).toEqual({ changed: [] });
+    await writeFile(path, yaml(list, "affinity: {load_factor: 2}"));
+    expect(gateway.reload(await loadConfigFile(path, {})).changed).toEqual(["changed: affinity"]);
   });
 });

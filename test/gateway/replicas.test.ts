@@ -215,9 +215,7 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
     for (const [i, session] of sessions.entries()) await turn(f, i % 3, session);
     await redis!.restart();
     for (const replica of f.replicas) {
-      for (let check = 0; check < 500 && !replica.runtime.sharedBindings!.shared; check++) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      expect(await replica.runtime.sharedBindings!.connected(10_000)).toBe(true);
       await replica.runtime.sharedBindings!.flush();
     }
     // Consistent again: every replica, a fresh one too, routes each session to one engine (during the

@@ -234,3 +234,47 @@ describe("each adaptation turned off: the engine's refusal reaches the client", 
     expect(engineRequest(rig.log).tools.filter((tool) => tool.type === "namespace")).toEqual([]);
   });
 });
+
+describe("Anthropic server tools on /v1/messages", () => {
+  const tools = [
+    {
+      name: "Bash",
+      description: "Run a shell command",
+      input_schema: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
+    },
+    { type: "web_search_20250305", name: "web_search", max_uses: 5 },
+  ];
+  const body = {
+    model: MODEL,
+    max_tokens: 64,
+    messages: [{ role: "user", content: "look it up" }],
+    tools,
+    tool_choice: { type: "tool", name: "web_search" },
+  };
+  const send = (url: string) =>
+    fetch(`${url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-claude-code-session-id": "cc-1" },
+      body: JSON.stringify(body),
+    });
+
+  it("are dropped for the engine, which refuses them (it needs an input_schema), unless turned off", async () => {
+    rig = await startRig(undefined, { toolTypes: "vllm" });
+    const adapted = await send(rig.url);
+    expect(adapted.status).toBe(200);
+    const json = (await adapted.json()) as { content: { type: string; name?: string }[] };
+    expect(json.content[0]).toMatchObject({ type: "tool_use", name: "Bash" });
+    expect(adapted.headers.get("x-agent-serve-adapted")).toBe(
+      "drop_tool:web_search_20250305,tool_choice:auto",
+    );
+    expect(engineRequest(rig.log)).toMatchObject({ tools: [tools[0]], tool_choice: { type: "auto" } });
+    await rig.close();
+
+    rig = await startRig({ drop_hosted_tools: false }, { toolTypes: "vllm" });
+    const refused = await send(rig.url);
+    expect(refused.status).toBe(400);
+    // The engine's message, relayed (the gateway relays an engine's 4xx in the OpenAI envelope on every route).
+    const refusal = (await refused.json()) as { error: { message: string } };
+    expect(refusal.error.message).toBe("tools.1.input_schema: Field required");
+  });
+});

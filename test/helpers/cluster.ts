@@ -121,6 +121,7 @@ export async function chat(
 
 export interface AgentServeMeta {
   session_id: string | null;
+  session_source: string | null;
   tier: string;
   backend_id: string;
   affinity_hit: boolean;

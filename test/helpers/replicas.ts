@@ -6,6 +6,7 @@ import { Gateway } from "../../src/gateway/gateway.js";
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { GatewayFleet } from "../../src/study/gateway-fleet.js";
 import { metricValue, scrape } from "./cluster.js";
+import { healthChanges, waitUntil } from "./wait.js";
 
 export const MODEL = "sim-small";
 
@@ -119,12 +120,15 @@ export async function startReplicas(
         return total;
       },
       async allSee(engine, state) {
-        for (let check = 0; check < 300; check++) {
-          const states = replicas.map((r) => r.runtime.registry.get(engine)!.state);
-          if (states.every((s) => (state === "down" ? s === "down" : s !== "down"))) return;
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-        throw new Error(`not every replica saw ${engine} ${state}`);
+        await waitUntil(
+          `every replica to see ${engine} ${state}`,
+          () =>
+            replicas.every((r) => {
+              const seen = r.runtime.registry.get(engine)!.state;
+              return state === "down" ? seen === "down" : seen !== "down";
+            }),
+          replicas.map((r) => healthChanges(r.runtime.registry)),
+        );
       },
       async close() {
         for (const replica of replicas) await replica.close(0);

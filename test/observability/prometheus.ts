@@ -6,6 +6,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findExecutable } from "../../src/core/executables.js";
+import { eventsOf, waitUntil } from "../helpers/wait.js";
 
 export { findExecutable };
 
@@ -29,11 +30,14 @@ export function promtool(path: string, args: string[]): { status: number | null;
   return { status: result.status, output: `${result.stdout ?? ""}${result.stderr ?? ""}` };
 }
 
-/** Re-checks `condition` every `intervalMs` (each check is a real round trip) until it holds or time runs out. */
+/**
+ * Re-checks `condition` until it holds or time runs out. Each check is a real round trip (it waits on I/O),
+ * the next one starts when it is answered: no sleep between them, the deadline is only an overall bound.
+ */
 export async function waitFor(
   what: string,
   condition: () => Promise<boolean>,
-  { timeoutMs = 30_000, intervalMs = 100 }: { timeoutMs?: number; intervalMs?: number } = {},
+  { timeoutMs = 30_000 }: { timeoutMs?: number } = {},
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
@@ -43,7 +47,7 @@ export async function waitFor(
     } catch (err) {
       lastError = err;
     }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    await new Promise((resolve) => setImmediate(resolve)); // lets I/O in between checks; not a sleep
   }
   const detail = lastError instanceof Error ? ` (last error: ${lastError.message})` : "";
   throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`);
@@ -136,14 +140,17 @@ export async function startPrometheus(binary: string, configText: string): Promi
           `--config.file=${configFile}`,
           `--storage.tsdb.path=${join(dir, `data-${attempt}`)}`,
           `--web.listen-address=127.0.0.1:${port}`,
-          "--log.level=warn",
+          // Info level for its "ready" line: the start waits on that line, not on polling /-/ready.
+          "--log.level=info",
         ],
         { stdio: ["ignore", "ignore", "pipe"] },
       );
       let stderr = "";
+      let ready = false;
       child.stderr?.setEncoding("utf8");
       child.stderr?.on("data", (chunk: string) => {
         stderr = (stderr + chunk).slice(-8000);
+        if (/Server is ready to receive web requests/.test(stderr)) ready = true;
       });
       let spawnFailed: Error | undefined;
       child.once("error", (err) => {
@@ -151,18 +158,21 @@ export async function startPrometheus(binary: string, configText: string): Promi
       });
       let failure: string | undefined;
       try {
-        await waitFor(
-          "prometheus /-/ready",
-          async () => {
+        await waitUntil(
+          "prometheus ready",
+          () => {
             if (spawnFailed !== undefined) failure = `prometheus did not start: ${spawnFailed.message}`;
             else if (child.exitCode !== null) failure = `prometheus exited with ${child.exitCode}: ${stderr}`;
-            if (failure !== undefined) return true;
-            const response = await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(2000) });
-            await response.arrayBuffer();
-            return response.status === 200;
+            return failure !== undefined || ready;
           },
-          { timeoutMs: 30_000, intervalMs: 50 },
+          [eventsOf(child.stderr!, "data"), eventsOf(child, "exit"), eventsOf(child, "error")],
+          30_000,
         );
+        if (failure === undefined) {
+          const response = await fetch(`${url}/-/ready`, { signal: AbortSignal.timeout(2000) });
+          await response.arrayBuffer();
+          if (response.status !== 200) throw new Error(`/-/ready answered ${response.status}`);
+        }
       } catch (err) {
         await stopProcess(child);
         throw new Error(`${err instanceof Error ? err.message : String(err)}; stderr: ${stderr}`);

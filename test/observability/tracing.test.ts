@@ -1,5 +1,6 @@
 // Optional OpenTelemetry tracing: off by default; when on, one SERVER span per request with the gateway's
 // decisions as attributes, exported over OTLP/HTTP (JSON) to a receiver on loopback.
+import { EventEmitter } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pino } from "pino";
@@ -9,7 +10,7 @@ import type { RequestContext } from "../../src/gateway/request-context.js";
 import { tracingSchema } from "../../src/tracing/config.js";
 import { createRequestTracer, parseTraceparent } from "../../src/tracing/request-tracer.js";
 import { chat, startCluster, type Cluster } from "../helpers/cluster.js";
-import { waitFor } from "./prometheus.js";
+import { eventsOf, waitUntil } from "../helpers/wait.js";
 
 interface OtlpValue {
   stringValue?: string;
@@ -39,6 +40,8 @@ interface OtlpRequest {
 /** A loopback OTLP/HTTP receiver that keeps every POSTed document (or answers `status` to each). */
 class Receiver {
   readonly requests: { path: string; contentType: string | undefined; body: OtlpRequest }[] = [];
+  /** Emits "request" after each POST is answered: waits re-check on it. */
+  readonly events = new EventEmitter();
   status = 200;
   private readonly server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -53,6 +56,7 @@ class Receiver {
       }
       res.writeHead(this.status, { "content-type": "application/json" });
       res.end("{}");
+      this.events.emit("request");
     });
   });
 
@@ -162,9 +166,11 @@ describe("tracing on, against a loopback OTLP/HTTP receiver", () => {
     await (await fetch(`${cluster.url}/metrics`)).arrayBuffer();
     expect([first.status, second.status, bad.status]).toEqual([200, 200, 400]);
 
-    await waitFor("three spans at the receiver", async () => receiver.spans().length >= 3, {
-      timeoutMs: 10_000,
-    });
+    await waitUntil(
+      "three spans at the receiver",
+      () => receiver.spans().length >= 3,
+      eventsOf(receiver.events, "request"),
+    );
     const spans = receiver.spans();
     expect(spans).toHaveLength(3);
     expect(

@@ -45,7 +45,7 @@ describe("parseSimArgs", () => {
       maxModelLen: 4096,
     });
     expect(parsed.fault).toEqual({ kind: "slow", extraLatencyMs: 50 });
-    expect(parseSimArgs([]).engine.port).toBe(8000);
+    expect(parseSimArgs([]).engine.port).toBe(8100);
   });
 
   it("maps the tool-call rates", () => {

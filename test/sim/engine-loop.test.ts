@@ -1,7 +1,7 @@
 // The real-time driver: zero-cost steps run back to back within one event-loop turn (bounded by the turn budget),
 // timed steps still wait for their simulated duration, one token at a time.
-import { afterEach, describe, expect, it } from "vitest";
-import { systemClock } from "../../src/core/clock.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { systemClock, type Clock } from "../../src/core/clock.js";
 import { EngineLoop, type RequestListener, type TurnBudget } from "../../src/sim/engine-loop.js";
 import type { CostModel } from "../../src/sim/profiles.js";
 import type { EngineRequest } from "../../src/sim/request.js";
@@ -15,8 +15,8 @@ afterEach(() => {
   for (const loop of loops.splice(0)) loop.stop();
 });
 
-function makeLoop(cost: CostModel, budget?: TurnBudget): EngineLoop {
-  const timeline = new SimTimeline(systemClock, 1);
+function makeLoop(cost: CostModel, budget?: TurnBudget, wall: Clock = systemClock): EngineLoop {
+  const timeline = new SimTimeline(wall, 1);
   const scheduler = new Scheduler(
     { maxNumSeqs: 16, maxNumBatchedTokens: 8192, kvCapacityBlocks: 1024, blockSizeTokens: 16, cost },
     timeline,
@@ -26,13 +26,13 @@ function makeLoop(cost: CostModel, budget?: TurnBudget): EngineLoop {
   return loop;
 }
 
-/** Records every callback with the wall time it came at. */
+/** Records every callback. */
 class Recorder implements RequestListener {
-  readonly tokens: { index: number; atMs: number }[] = [];
+  readonly tokens: { index: number }[] = [];
   finished = false;
   constructor(private readonly onDone?: () => void) {}
   onToken(_request: EngineRequest, tokenIndex: number): void {
-    this.tokens.push({ index: tokenIndex, atMs: performance.now() });
+    this.tokens.push({ index: tokenIndex });
   }
   onFinish(): void {
     this.finished = true;
@@ -83,11 +83,13 @@ describe("zero-cost steps", () => {
 
   it("end the turn when its wall-time budget is spent", async () => {
     const loop = makeLoop(FREE, { maxWallMs: 0, maxSteps: 10_000 });
-    const recorder = new Recorder();
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    const recorder = new Recorder(() => finished());
     loop.submit(makeRequest("a", tokenRange(20), 5), recorder);
     await nextTurn();
     expect(recorder.tokens).toHaveLength(1);
-    await expect.poll(() => recorder.finished).toBe(true);
+    await done;
     expect(recorder.tokens.map((t) => t.index)).toEqual(tokenRange(5, 0));
   });
 
@@ -104,22 +106,27 @@ describe("zero-cost steps", () => {
 });
 
 describe("timed steps", () => {
-  it("still produce one token per step, none before its step has ended", async () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("still produce one token per step, none before its step has ended", () => {
+    // The loop's timers and its wall clock on fake time: each step's end is checked to the millisecond.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "clearImmediate", "Date"] });
+    const wall: Clock = { nowMs: () => Date.now() };
     // SIMPLE_COST at time scale 1: the prefill step of 20 tokens takes 12 ms, each decode step 11 ms.
-    const loop = makeLoop(SIMPLE_COST, GENEROUS);
+    const loop = makeLoop(SIMPLE_COST, GENEROUS, wall);
     const recorder = new Recorder();
-    const submittedAt = performance.now();
+    const submittedAt = Date.now();
     loop.submit(makeRequest("a", tokenRange(20), 4), recorder);
-    await nextTurn();
-    expect(recorder.tokens).toEqual([]);
-    await expect.poll(() => recorder.finished, { timeout: 2000 }).toBe(true);
-    expect(recorder.tokens.map((t) => t.index)).toEqual([0, 1, 2, 3]);
-    expect(loop.scheduler.totals.steps).toBe(4);
-    // Steps end at absolute instants (a late timer shortens the wait for the next one, it never adds drift), and
-    // timers may fire up to about a millisecond early against performance.now().
     const endsMs = [12, 23, 34, 45];
-    recorder.tokens.forEach((token, i) => {
-      expect(token.atMs - submittedAt).toBeGreaterThanOrEqual((endsMs[i] as number) - 2);
+    endsMs.forEach((endMs, i) => {
+      vi.advanceTimersByTime(submittedAt + endMs - 1 - Date.now());
+      expect(recorder.tokens.map((t) => t.index)).toEqual(tokenRange(i, 0)); // not before its step ended
+      vi.advanceTimersByTime(2);
+      expect(recorder.tokens.map((t) => t.index)).toEqual(tokenRange(i + 1, 0)); // as soon as it ended
     });
+    expect(recorder.finished).toBe(true);
+    expect(loop.scheduler.totals.steps).toBe(4);
   });
 });

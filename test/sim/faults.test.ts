@@ -51,14 +51,15 @@ describe("die", () => {
   });
 
   it("can be set over HTTP, answering before it dies", async () => {
-    let died = false;
-    const engine = await start({ onDie: () => (died = true) });
+    let died!: () => void;
+    const dead = new Promise<void>((resolve) => (died = resolve));
+    const engine = await start({ onDie: () => died() });
     const res = await fetch(`${engine.url}/sim/fault`, {
       method: "POST",
       body: JSON.stringify({ kind: "die" }),
     });
     expect(res.status).toBe(200);
-    await expect.poll(() => died).toBe(true);
+    await dead;
     await expect(fetch(`${engine.url}/health`)).rejects.toThrow();
   });
 });

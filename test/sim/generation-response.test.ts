@@ -1,5 +1,5 @@
 // How a response turns engine tokens into socket writes: one write per engine turn, yet one SSE event per token.
-import { EventEmitter } from "node:events";
+import { EventEmitter, once } from "node:events";
 import type { ServerResponse } from "node:http";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { systemClock, type Clock } from "../../src/core/clock.js";
@@ -36,6 +36,7 @@ class FakeResponse extends EventEmitter {
   }
   destroy(): this {
     this.destroyed = true;
+    this.emit("destroyed");
     return this;
   }
   get text(): string {
@@ -53,6 +54,8 @@ afterEach(() => {
 function serve(options: { cost: CostModel; maxTokens: number; fault?: SimFault; n?: number; wall?: Clock }): {
   res: FakeResponse;
   outcomes: ResponseOutcome[];
+  /** The first outcome recorded. */
+  outcome: Promise<ResponseOutcome>;
 } {
   const timeline = new SimTimeline(options.wall ?? systemClock, 1);
   const scheduler = new Scheduler(
@@ -76,6 +79,8 @@ function serve(options: { cost: CostModel; maxTokens: number; fault?: SimFault; 
   loops.push(loop);
   const res = new FakeResponse();
   const outcomes: ResponseOutcome[] = [];
+  let recorded!: (outcome: ResponseOutcome) => void;
+  const outcome = new Promise<ResponseOutcome>((resolve) => (recorded = resolve));
   const choices = Array.from({ length: options.n ?? 1 }, (_, i) =>
     makeRequest(`r-${i}`, tokenRange(20), options.maxTokens, i),
   );
@@ -84,7 +89,10 @@ function serve(options: { cost: CostModel; maxTokens: number; fault?: SimFault; 
     host: {
       currentFault: () => options.fault ?? { kind: "none" },
       abort: (requests) => requests.forEach((request) => loop.abort(request.id)),
-      recordOutcome: (outcome) => outcomes.push(outcome),
+      recordOutcome: (o) => {
+        outcomes.push(o);
+        recorded(o);
+      },
     },
     endpoint: "chat",
     identity: { id: "chatcmpl-test", created: 1, model: "m" },
@@ -96,7 +104,7 @@ function serve(options: { cost: CostModel; maxTokens: number; fault?: SimFault; 
   });
   for (const choice of choices) loop.submit(choice, response);
   response.sendHeadersSoon();
-  return { res, outcomes };
+  return { res, outcomes, outcome };
 }
 
 /** The JSON payloads of the SSE events in `text`, in order. */
@@ -117,8 +125,9 @@ interface Chunk {
 
 describe("streaming on the instant engine", () => {
   it("answers with the headers and every event in one write, one SSE event per token, in order", async () => {
-    const { res, outcomes } = serve({ cost: FREE, maxTokens: 16 });
-    await expect.poll(() => outcomes).toEqual(["served"]);
+    const { res, outcomes, outcome } = serve({ cost: FREE, maxTokens: 16 });
+    await outcome;
+    expect(outcomes).toEqual(["served"]);
     expect(res.writes.map((w) => w.kind)).toEqual(["end"]);
     const payloads = events(res.text);
     expect(payloads).toHaveLength(1 + 16 + 2);
@@ -135,8 +144,9 @@ describe("streaming on the instant engine", () => {
   });
 
   it("keeps each choice's events in order when n > 1", async () => {
-    const { res, outcomes } = serve({ cost: FREE, maxTokens: 5, n: 3 });
-    await expect.poll(() => outcomes).toEqual(["served"]);
+    const { res, outcomes, outcome } = serve({ cost: FREE, maxTokens: 5, n: 3 });
+    await outcome;
+    expect(outcomes).toEqual(["served"]);
     const chunks = events(res.text)
       .filter((p) => p !== "[DONE]")
       .map((p) => JSON.parse(p) as Chunk)
@@ -155,7 +165,7 @@ describe("streaming on the instant engine", () => {
         maxTokens: 16,
         fault: { kind: "cut_stream", afterChunks },
       });
-      await expect.poll(() => res.destroyed).toBe(true);
+      if (!res.destroyed) await once(res, "destroyed");
       expect(outcomes).toEqual(["cut"]);
       expect(events(res.text)).toHaveLength(afterChunks);
       expect(res.text).not.toContain("[DONE]");

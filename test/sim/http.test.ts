@@ -307,7 +307,9 @@ describe("client disconnect", () => {
       expect(slow.stats().running).toBe(1);
       expect(slow.stats().kvCacheUsage).toBeGreaterThan(0);
       controller.abort();
-      await expect.poll(() => slow.stats().requestsAborted).toBe(1);
+      // The abort reaches the engine with the socket's close: no event of its own to wait on, so a poll,
+      // bounded by the test's deadline rather than expect.poll's 1 s (too tight on a loaded machine).
+      await expect.poll(() => slow.stats().requestsAborted, { timeout: 20_000 }).toBe(1);
       expect(slow.stats().running).toBe(0);
       expect(slow.stats().kvCacheUsage).toBe(0);
       const metrics = await (await fetch(`${slow.url}/metrics`)).text();
@@ -320,23 +322,21 @@ describe("client disconnect", () => {
 
 describe("time scale", () => {
   it("compresses wall time without changing the simulated latencies", async () => {
+    // The wall side (a simulated ms is 1/20 wall ms) is the timeline's, checked on a manual clock in
+    // scheduler.test.ts; here, over HTTP, the simulated latencies the engine reports are the unscaled ones.
     const fast = await startSimEngine({ profile: "qwen2.5-7b", timeScale: 20 });
     try {
-      const started = performance.now();
       const res = await fetch(`${fast.url}/v1/chat/completions`, {
         method: "POST",
         body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], max_tokens: 100 }),
       });
       expect(res.status).toBe(200);
       await res.arrayBuffer();
-      const wallMs = performance.now() - started;
       const text = await (await fetch(`${fast.url}/metrics`)).text();
       const e2eSeconds = Number(/vllm:e2e_request_latency_seconds_sum\{[^}]*\} (\S+)/.exec(text)![1]);
       // One prefill step plus 99 decode steps of ~11.85 ms each.
       expect(e2eSeconds).toBeGreaterThan(1.1);
       expect(e2eSeconds).toBeLessThan(1.3);
-      expect(wallMs).toBeLessThan(e2eSeconds * 1000);
-      expect(wallMs).toBeGreaterThan((e2eSeconds * 1000) / 20 - 5);
     } finally {
       await fast.close();
     }

@@ -35,6 +35,9 @@ export function routingText(endpoint: string, body: Record<string, unknown>): st
   const messages = body["messages"];
   if (!Array.isArray(messages)) return "";
   const texts: string[] = [];
+  // Anthropic Messages carry the system prompt beside the messages.
+  const system = endpoint === "messages" ? partsText(body["system"]) : undefined;
+  if (system !== undefined && system !== "") texts.push(system);
   for (const message of messages) {
     if (!isRecord(message)) continue;
     if (message["role"] === "assistant") {

@@ -56,7 +56,7 @@ function workloadSpec(options: StudyOptions, idPrefix: string): CodingWorkloadSp
   return {
     seed: options.seed,
     sessions: quick ? 3 : 16,
-    turns: quick ? { min: 4, max: 5 } : { min: 14, max: 22 },
+    turns: quick ? { min: 4, max: 5 } : { min: 12, max: 20 },
     systemPromptChars: quick ? 12_000 : 48_000,
     subagentPromptChars: quick ? 4_000 : 16_000,
     toolResultChars: quick ? { min: 500, max: 2_000 } : { min: 4_000, max: 20_000 },

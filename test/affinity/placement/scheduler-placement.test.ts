@@ -266,8 +266,9 @@ describe("prefix placement of requests without a session id", () => {
       ),
       { numRuns: 300 },
     );
-    // Control: every branch was taken.
-    expect(seen.home).toBeGreaterThan(20);
+    // Control: every branch was taken. (Home has a free slot in only 14 to 36 of the 300 runs, depending on
+    // the seed: the former bound of 20 failed on about one seed in five.)
+    expect(seen.home).toBeGreaterThan(5);
     expect(seen.spilled).toBeGreaterThan(5);
     expect(seen.allFull).toBeGreaterThan(5);
   });

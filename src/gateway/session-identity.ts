@@ -1,0 +1,118 @@
+// Which session a request belongs to, from the signals clients already send (affinity.session_keys, in order).
+import { hashString } from "../affinity/hash.js";
+import { contentText, isRecord } from "../affinity/prefix-key.js";
+import type { SessionKeyConfig } from "../config/schema.js";
+import { GatewayError } from "../core/errors.js";
+import type { DistinctHeaders } from "./client-auth.js";
+import { MAX_SESSION_ID_BYTES, printable, single } from "./client-headers.js";
+
+export interface SessionIdentity {
+  /** The affinity key: the client's session id, or that id and its thread (see threadKey). */
+  key: string;
+  /** Which entry named it, e.g. `header:x-claude-code-session-id`, `body:prompt_cache_key`. */
+  source: string;
+}
+
+/** What a Responses chain's root would be: only a Responses request that is or continues a stored one has one. */
+export type ChainDecides = "responses_chain";
+
+/** Characters of the thread's root (system prompt, then the first user turn) hashed into its key at most. */
+const THREAD_ROOT_MAX_CHARS = 16_384;
+
+/**
+ * A thread's root: its system prompt (Anthropic `system`, Responses `instructions`, the messages before the
+ * first user turn) and its first user turn. Every later turn of a conversation repeats it, while a coding
+ * agent's sub-agents, sharing the session id and often the system prompt, differ in their first turn (each
+ * sub-agent's task) and side requests (titles, summaries) in both.
+ */
+export function threadRootText(body: Record<string, unknown>): string {
+  let text = contentText(body["system"]);
+  if (typeof body["instructions"] === "string") text += body["instructions"];
+  const messages = body["messages"] ?? body["input"];
+  if (typeof messages === "string") return (text + "\u0002" + messages).slice(0, THREAD_ROOT_MAX_CHARS);
+  if (!Array.isArray(messages)) return text.slice(0, THREAD_ROOT_MAX_CHARS);
+  for (const message of messages) {
+    if (!isRecord(message)) continue;
+    text += "\u0002" + contentText(message["content"]);
+    if (message["role"] === "user" || text.length >= THREAD_ROOT_MAX_CHARS) break;
+  }
+  return text.slice(0, THREAD_ROOT_MAX_CHARS);
+}
+
+/** `session#thread`: the session id and 8 hex digits of its thread's root. */
+export function threadKey(sessionId: string, body: Record<string, unknown>): string {
+  const { hi } = hashString(threadRootText(body));
+  return `${sessionId}#${(hi >>> 0).toString(16).padStart(8, "0")}`;
+}
+
+/** The value at a dotted path of the body, when it is there (undefined otherwise). */
+function fieldAt(body: Record<string, unknown>, path: string): unknown {
+  let value: unknown = body;
+  for (const name of path.split(".")) {
+    if (!isRecord(value)) return undefined;
+    value = value[name];
+  }
+  return value;
+}
+
+/**
+ * A session id carried inside a string field: JSON with the named member (Claude Code's metadata.user_id,
+ * `{"device_id":...,"session_id":"..."}`), or older Claude Code's `user_<hash>_account_<uuid>_session_<uuid>`.
+ * undefined when the string holds neither: then the entry does not name the session and the next one decides.
+ */
+export function embeddedSessionId(text: string, member: string): string | undefined {
+  if (text.startsWith("{")) {
+    try {
+      const parsed: unknown = JSON.parse(text);
+      const value = isRecord(parsed) ? parsed[member] : undefined;
+      return typeof value === "string" ? value : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  const marker = `_${member.replace(/_id$/, "")}_`;
+  const at = text.lastIndexOf(marker);
+  return at < 0 ? undefined : text.slice(at + marker.length);
+}
+
+function validated(name: string, value: string): string {
+  return printable(name, value, MAX_SESSION_ID_BYTES, "invalid_request");
+}
+
+/**
+ * The first entry of `keys` the request carries names its session (a value that is present but malformed is a
+ * 400 naming where it came from, never skipped). A `responses_chain` entry reached while `chained` is true
+ * hands the decision to the chain (src/gateway/response-chain.ts); undefined: no session.
+ */
+export function identifySession(
+  headers: DistinctHeaders,
+  body: Record<string, unknown>,
+  keys: readonly SessionKeyConfig[],
+  chained: boolean,
+): SessionIdentity | ChainDecides | undefined {
+  for (const entry of keys) {
+    let id: string | undefined;
+    let source: string;
+    if ("header" in entry) {
+      source = `header:${entry.header}`;
+      const value = single(headers, entry.header);
+      if (value === undefined) continue;
+      id = printable(entry.header, value, MAX_SESSION_ID_BYTES);
+    } else if ("body" in entry) {
+      source = `body:${entry.body}`;
+      const value = fieldAt(body, entry.body);
+      if (value === undefined || value === null) continue;
+      if (typeof value !== "string") {
+        throw new GatewayError("invalid_request", `'${entry.body}' must be a string`, { param: entry.body });
+      }
+      const named = entry.json === undefined ? value : embeddedSessionId(value, entry.json);
+      if (named === undefined) continue;
+      id = validated(entry.body, named);
+    } else {
+      if (chained) return "responses_chain";
+      continue;
+    }
+    return { key: entry.split_threads ? threadKey(id, body) : id, source };
+  }
+  return undefined;
+}
