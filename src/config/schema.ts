@@ -319,6 +319,17 @@ const responsesSchema = z.strictObject({
   max_entries: positiveInt("a positive integer").max(100_000_000).default(1_000_000),
 });
 
+/**
+ * What the gateway changes in a request a stock engine would refuse (each on by default, each can be turned off):
+ * see src/gateway/adaptation/.
+ */
+const adaptationSchema = z.strictObject({
+  /** Offer a Responses `namespace` tool's functions as plain functions `<namespace>__<name>`; map calls back. */
+  flatten_namespaces: z.boolean({ error: "must be true or false" }).default(true),
+  /** Drop tools the provider runs (web_search, file_search, ... and Anthropic server tools such as web search). */
+  drop_hosted_tools: z.boolean({ error: "must be true or false" }).default(true),
+});
+
 const healthSchema = z.strictObject({
   probe_interval_seconds: positiveNumber("a positive number").default(10),
   failures_to_mark_down: positiveInt("a positive integer").default(3),
@@ -379,6 +390,7 @@ export const gatewayConfigSchema = z
     health: section(healthSchema.prefault({})),
     upstream: section(upstreamSchema.prefault({})),
     responses: section(responsesSchema.prefault({})),
+    adaptation: section(adaptationSchema.prefault({})),
     discovery: discoverySchema,
   })
   .superRefine((config, ctx) => {

@@ -7,6 +7,7 @@ import type { Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { TierSource } from "../routing/tier-router.js";
+import type { Adaptation } from "./adaptation/adapt-request.js";
 import { AttemptAbort } from "./attempt-abort.js";
 import { runAttempt, type AttemptEnv, type AttemptResult } from "./attempt.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
@@ -52,6 +53,8 @@ export interface RoutedRequest {
   onlyBackend: string | undefined;
   /** What placement reads of the body (the prompt prefix's key, computed only if read). */
   placement: PlacementHints;
+  /** What the gateway changed for the engine, and how to restore its answers for the client. */
+  adaptation?: Adaptation | undefined;
 }
 
 /**
@@ -69,8 +72,9 @@ export async function runAttemptLoop(
   const exclude = new Set<string>();
   // A relay is made when a stream reaches the client; what it relayed is charged if the stream ends early.
   let relay: StreamRelay | undefined;
+  const restorer = request.adaptation?.restorer;
   const createRelay = request.responses
-    ? (member: Buffer): StreamRelay => (relay = new ResponsesRelay(member))
+    ? (member: Buffer): StreamRelay => (relay = new ResponsesRelay(member, restorer))
     : request.messages
       ? (member: Buffer): StreamRelay => (relay = new MessagesRelay(member))
       : (member: Buffer): StreamRelay => (relay = new SseRelay(member, request.bodies.stripUsage));
@@ -129,6 +133,7 @@ export async function runAttemptLoop(
             reason: selection.reason,
             queue_wait_ms: Math.round(ctx.queueWaitMs),
             attempts: ctx.attempts,
+            ...(request.adaptation === undefined ? {} : { adapted: request.adaptation.changes }),
           },
           requestId: ctx.requestId,
           abort,
@@ -136,6 +141,7 @@ export async function runAttemptLoop(
           startedAtMs: ctx.startedAtMs,
           createRelay,
           readResponseId: request.responses,
+          restoreBody: restorer === undefined ? undefined : (body) => restorer.body(body),
           upstreamHeaders: backend.upstreamHeaders,
           onCommit: () => {
             committed = true;

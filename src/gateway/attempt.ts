@@ -68,6 +68,8 @@ export interface AttemptPlan {
   createRelay: (member: Buffer) => StreamRelay;
   /** The Responses API: read the answer's response id (the engine stores it; later turns must come back). */
   readResponseId: boolean;
+  /** An adapted request: turns the engine's JSON answer into the one the client expects. */
+  restoreBody?: ((body: Buffer) => Buffer) | undefined;
   /** Extra upstream request headers (an engine API key). */
   upstreamHeaders: Record<string, string>;
 }
@@ -209,8 +211,10 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
         ),
       );
     } else if (this.mode === "buffer") {
-      const body = Buffer.concat(this.chunks, this.bufferedBytes);
+      const engineBody = Buffer.concat(this.chunks, this.bufferedBytes);
       this.chunks.length = 0;
+      const restore = this.status === 200 ? this.plan.restoreBody : undefined;
+      const body = restore === undefined ? engineBody : restore(engineBody);
       const json =
         this.status === 200 ? spliceMemberIntoJson(body, metadataMember(this.plan.meta)) : undefined;
       if (this.status === 200 && (json === undefined || !isJsonType(this.headers["content-type"]))) {

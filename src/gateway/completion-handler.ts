@@ -2,6 +2,7 @@
 // -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
+import { adaptRequest } from "./adaptation/adapt-request.js";
 import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
@@ -44,6 +45,9 @@ export async function handleCompletion(
   const raw = await readBody(req, settings.maxBodyBytes);
   const request = parseCompletionRequest(raw, endpoint);
   if (settings.config.server.log_prompts) ctx.prompt = lastTurnText(request);
+  // Tools a stock engine would refuse are adapted; only then is the body re-encoded.
+  const adaptation = adaptRequest(endpoint, request.body, settings.adaptation);
+  if (adaptation !== undefined) ctx.adapted = adaptation.changes;
 
   // The session: the first of affinity.session_keys the request carries. A Responses request continuing a
   // stored response must reach the engine that stores it.
@@ -101,7 +105,16 @@ export async function handleCompletion(
         sessionId,
         sessionSource: ctx.sessionSource,
         path: countTokens ? "/v1/messages/count_tokens" : PATHS[endpoint],
-        bodies: new UpstreamBodies(raw, request, hold?.clampedMaxTokens),
+        bodies:
+          adaptation === undefined
+            ? new UpstreamBodies(raw, request, hold?.clampedMaxTokens)
+            : new UpstreamBodies(
+                Buffer.from(JSON.stringify(adaptation.body)),
+                request,
+                hold?.clampedMaxTokens,
+                adaptation.body,
+              ),
+        adaptation,
         stream: request.stream,
         responses: endpoint === "responses",
         messages: endpoint === "messages",

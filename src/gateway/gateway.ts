@@ -128,6 +128,10 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
     requestTimeoutMs: config.upstream.request_timeout_seconds * 1000,
     adminToken: config.server.admin_token,
     apiKeys: new Map(config.server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id }])),
+    adaptation: {
+      flattenNamespaces: config.adaptation.flatten_namespaces,
+      dropHostedTools: config.adaptation.drop_hosted_tools,
+    },
   };
 }
 

@@ -30,6 +30,8 @@ export interface RequestContext {
   apiKey?: ApiKeyEntry | undefined;
   /** The attempt in progress: cancelling the request stops it (one per attempt, none per request). */
   activeAttempt?: AttemptAbort;
+  /** What the gateway changed in the request for the engine (adaptation), for the log line. */
+  adapted?: readonly string[];
   /** Generation events of the stream that reached the client (charged when the engine's usage never came). */
   generatedEvents?: number;
 }

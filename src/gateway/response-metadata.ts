@@ -14,6 +14,8 @@ export interface AgentServeMetadata {
   reason: SelectionReason;
   queue_wait_ms: number;
   attempts: number;
+  /** What the gateway changed in the request for the engine (adaptation); absent when nothing. */
+  adapted?: readonly string[];
 }
 
 /**
@@ -43,6 +45,7 @@ export function metadataHeaderList(meta: AgentServeMetadata, requestId: string):
   // The session id was validated as printable ASCII, so it is a safe header value as it is.
   if (meta.session_id !== null) list.push("x-agent-serve-session-id", meta.session_id);
   if (meta.session_source !== null) list.push("x-agent-serve-session-source", meta.session_source);
+  if (meta.adapted !== undefined) list.push("x-agent-serve-adapted", meta.adapted.join(","));
   return list;
 }
 
@@ -58,7 +61,8 @@ export function metadataMember(meta: AgentServeMetadata): Buffer {
   return Buffer.from(
     `,"x_agent_serve":{"session_id":${session},"session_source":${source},"tier":${json(meta.tier)},"tier_source":${json(meta.tier_source)},` +
       `"backend_id":${json(meta.backend_id)},"affinity_hit":${meta.affinity_hit},"reason":${json(meta.reason)},` +
-      `"queue_wait_ms":${meta.queue_wait_ms},"attempts":${meta.attempts}}`,
+      `"queue_wait_ms":${meta.queue_wait_ms},"attempts":${meta.attempts}` +
+      (meta.adapted === undefined ? "}" : `,"adapted":${json(meta.adapted)}}`),
   );
 }
 

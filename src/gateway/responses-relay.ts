@@ -1,5 +1,6 @@
 // Relays a Responses API event stream (`event: response.x` + `data: {...}`): notes the response id, reads the
 // usage of the final event and splices x_agent_serve into it; every event passes through as the engine sent it.
+import type { CallRestorer } from "./adaptation/restore.js";
 import { spliceMemberIntoJson } from "./response-metadata.js";
 import type { StreamRelay } from "./stream-relay.js";
 import { usageFrom, type TokenUsage } from "./usage.js";
@@ -29,8 +30,14 @@ export class ResponsesRelay implements StreamRelay {
   private events = 0;
   private deltas = 0;
 
-  /** @param member `,"x_agent_serve":{...}`, spliced into the final event (the one holding the response). */
-  constructor(private readonly member: Buffer) {}
+  /**
+   * @param member `,"x_agent_serve":{...}`, spliced into the final event (the one holding the response)
+   * @param restorer for an adapted request: puts the client's names and tools back into the events
+   */
+  constructor(
+    private readonly member: Buffer,
+    private readonly restorer?: CallRestorer,
+  ) {}
 
   get complete(): boolean {
     return this.ended;
@@ -50,12 +57,16 @@ export class ResponsesRelay implements StreamRelay {
   }
 
   push(input: Buffer): Buffer[] {
-    const chunk = this.held === undefined ? input : Buffer.concat([this.held, input]);
+    let chunk = this.held === undefined ? input : Buffer.concat([this.held, input]);
     this.held = undefined;
     const lastEnd = chunk.lastIndexOf(EVENT_END);
-    const complete = lastEnd < 0 ? 0 : lastEnd + EVENT_END.length;
+    let complete = lastEnd < 0 ? 0 : lastEnd + EVENT_END.length;
     if (complete < chunk.length) this.held = chunk.subarray(complete);
     if (complete === 0) return [];
+    if (this.restorer !== undefined) {
+      chunk = this.restorer.events(chunk.subarray(0, complete));
+      complete = chunk.length;
+    }
     this.events += countEvents(chunk, complete);
     for (
       let at = find(chunk, DELTA_TYPE, 0, complete);

@@ -11,6 +11,7 @@ import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { TierClassifier } from "../routing/tier-classifier.js";
 import type { TierRouterSettings } from "../routing/tier-router.js";
+import type { AdaptationSettings } from "./adaptation/responses-tools.js";
 import type { AttemptEnv } from "./attempt.js";
 import type { AttemptTracker } from "./attempt-tracker.js";
 import type { ApiKeyEntry } from "./client-auth.js";
@@ -34,6 +35,8 @@ export interface RuntimeSettings {
   adminToken: string | undefined;
   /** Client API keys by the hex SHA-256 of the key. */
   apiKeys: ReadonlyMap<string, ApiKeyEntry>;
+  /** What the gateway changes in requests a stock engine would refuse (config `adaptation`). */
+  adaptation: AdaptationSettings;
 }
 
 export interface GatewayRuntime {

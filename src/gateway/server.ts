@@ -237,6 +237,7 @@ export function createGatewayServer(
         attempts: ctx.attempts || undefined,
         queueMs: ctx.queueWaitMs > 0 ? Math.round(ctx.queueWaitMs) : undefined,
         error: ctx.errorCode ?? ctx.streamError,
+        adapted: ctx.adapted,
         prompt: ctx.prompt,
       },
       "request",

@@ -16,13 +16,16 @@ export class UpstreamBodies {
   private readonly needsUsageOption: boolean;
 
   /**
+   * @param raw the bytes to send when nothing else must change (the client's, or the adapted body's)
    * @param maxTokens when set, the completion-token limit the engine gets (the budget's clamp), written into
    *   `max_tokens` (and `max_completion_tokens` when the client used it)
+   * @param body the body `raw` encodes, when it is not the client's (an adapted request)
    */
   constructor(
     private readonly raw: Buffer,
     private readonly request: CompletionRequest,
     private readonly maxTokens?: number,
+    private readonly body: Record<string, unknown> = request.body,
   ) {
     const options = request.body["stream_options"];
     const clientAsked =
@@ -37,13 +40,13 @@ export class UpstreamBodies {
   }
 
   forModel(model: string): Buffer {
-    const sameModel = this.request.body["model"] === model;
+    const sameModel = this.body["model"] === model;
     const clamped = this.maxTokens !== undefined;
     if (sameModel && !this.needsUsageOption && !clamped) return this.raw;
     let body = this.byModel.get(model);
     if (body === undefined) {
       body =
-        sameModel && !clamped && !("stream_options" in this.request.body)
+        sameModel && !clamped && !("stream_options" in this.body)
           ? this.spliceUsageOption()
           : this.reserialise(model);
       this.byModel.set(model, body);
@@ -57,7 +60,7 @@ export class UpstreamBodies {
   }
 
   private reserialise(model: string): Buffer {
-    const body: Record<string, unknown> = { ...this.request.body, model };
+    const body: Record<string, unknown> = { ...this.body, model };
     if (this.needsUsageOption) {
       const options = body["stream_options"];
       body["stream_options"] = {

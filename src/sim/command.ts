@@ -7,6 +7,7 @@ import { SIM_DEFAULTS } from "./defaults.js";
 import { parseFaultSpec, type SimFault } from "./faults.js";
 import { startSimEngine, type SimEngineOptions } from "./index.js";
 import { PROFILE_NAMES, PROFILES } from "./profiles.js";
+import { isToolTypeSupport, TOOL_TYPE_SUPPORTS } from "./responses-tools.js";
 
 const HELP = `usage: agent-serve sim [flags]
 
@@ -30,6 +31,9 @@ flags:
   --tool-call-rate-after-result X
                                the same chance right after a tool result (default 0: the model then answers in text)
   --parallel-tool-call-rate X  chance of each further call in one message, up to 3 (default 0)
+  --tool-types KIND            Responses API tool types accepted as by: vllm (default; namespaces flattened,
+                               hosted tools such as web_search accepted and never called) | gpt-oss (vLLM's
+                               harmony path: 400 "tool type namespace not supported" and the like)
   --fault SPEC                 inject a fault: none | die | hang | slow:MS | error_rate:RATE[:STATUS] | cut_stream:N
   --fault-delay-ms N           apply --fault N ms after listening instead of at once (e.g. die after 5000)
   -h, --help                   show this help
@@ -84,6 +88,7 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
         "tool-call-rate": { type: "string" },
         "tool-call-rate-after-result": { type: "string" },
         "parallel-tool-call-rate": { type: "string" },
+        "tool-types": { type: "string" },
         fault: { type: "string" },
         "fault-delay-ms": { type: "string" },
       },
@@ -117,6 +122,10 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
   if (values["fault-delay-ms"] !== undefined && fault === undefined) {
     throw new UsageError("--fault-delay-ms needs --fault");
   }
+  const toolTypes = values["tool-types"];
+  if (toolTypes !== undefined && !isToolTypeSupport(toolTypes)) {
+    throw new UsageError(`unknown --tool-types '${toolTypes}' (known: ${TOOL_TYPE_SUPPORTS.join(", ")})`);
+  }
   const port = integer(values["port"], "port", 0) ?? SIM_DEFAULTS.cliPort;
   if (port > 65_535) throw new UsageError(`--port must be at most 65535 (got ${port})`);
 
@@ -135,6 +144,7 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
       toolCallRate: rate(values["tool-call-rate"], "tool-call-rate"),
       toolCallRateAfterToolResult: rate(values["tool-call-rate-after-result"], "tool-call-rate-after-result"),
       parallelToolCallRate: rate(values["parallel-tool-call-rate"], "parallel-tool-call-rate"),
+      toolTypes,
     },
     fault,
     faultDelayMs,

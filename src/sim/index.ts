@@ -11,6 +11,7 @@ import { SimServer } from "./server.js";
 import { SimTimeline } from "./sim-timeline.js";
 import { mixSeed } from "./text-generator.js";
 import { DEFAULT_TOOL_CALL_RATES } from "./tool-calls.js";
+import type { ToolTypeSupport } from "./responses-tools.js";
 
 export type { SimFault } from "./faults.js";
 export { parseFault, parseFaultSpec } from "./faults.js";
@@ -43,6 +44,11 @@ export interface SimEngineOptions {
   toolCallRateAfterToolResult?: number;
   /** Chance of each further call in the same message, up to 3 (default 0: one call at a time). */
   parallelToolCallRate?: number;
+  /**
+   * Whose Responses API tool handling to follow: "vllm" (the default: vLLM >= 0.25.1 with most models) or
+   * "gpt-oss" (vLLM's harmony path, which refuses namespace, web_search and other non-function tools).
+   */
+  toolTypes?: ToolTypeSupport;
   /** Fault in force from the start (default none). */
   fault?: SimFault;
   /** Called after a `die` fault has taken the engine down; the CLI exits the process here. */
@@ -148,6 +154,7 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
       parallel: options.parallelToolCallRate ?? DEFAULT_TOOL_CALL_RATES.parallel,
       maxParallel: DEFAULT_TOOL_CALL_RATES.maxParallel,
     },
+    toolTypes: options.toolTypes,
     onDie: options.onDie,
   });
   if (options.fault && options.fault.kind !== "die") server.setFault(options.fault);

@@ -2,6 +2,7 @@
 // endpoint does: system and messages become chat turns, tool_use and tool_result blocks become tool calls and
 // tool results, custom tools become function tools.
 import type { ChatMessage, ChatToolCall } from "./chat-template.js";
+import { parseAnthropicTools } from "./anthropic-tools.js";
 import { badRequest } from "./errors.js";
 import type { ToolChoice, ToolFunction } from "./tool-calls.js";
 
@@ -66,24 +67,18 @@ function chatTurns(message: unknown, index: number): ChatMessage[] {
   return turns;
 }
 
-/** Custom tools (no type, or `custom`) as function tools; server tools (web search, ...) the engine cannot run. */
+/**
+ * Tools as vLLM's AnthropicTool reads them (src/sim/anthropic-tools.ts): `name` and `input_schema` required,
+ * `type` ignored, so custom tools pass and server tools (web search, ...), which have no input_schema, are a 400.
+ */
 function readTools(tools: unknown): { functions: ToolFunction[]; chat: unknown[] } {
-  if (tools === undefined || tools === null) return { functions: [], chat: [] };
-  if (!Array.isArray(tools)) throw badRequest("tools: expected a list", "tools");
-  const functions: ToolFunction[] = [];
-  const chat: unknown[] = [];
-  tools.forEach((tool, index) => {
-    if (!isObject(tool) || typeof tool["name"] !== "string") {
-      throw badRequest(`tools[${index}]: expected {"name": ..., "input_schema": ...}`, "tools");
-    }
-    const type = tool["type"];
-    if (type !== undefined && type !== null && type !== "custom") return;
-    const parameters = tool["input_schema"] ?? { type: "object", properties: {} };
-    functions.push({ name: tool["name"], parameters });
-    chat.push({
+  const functions = parseAnthropicTools(tools);
+  const chat = functions.map((fn, index) => {
+    const description = (tools as Json[])[index]?.["description"];
+    return {
       type: "function",
-      function: { name: tool["name"], description: tool["description"] ?? "", parameters },
-    });
+      function: { name: fn.name, description: description ?? "", parameters: fn.parameters },
+    };
   });
   return { functions, chat };
 }

@@ -3,17 +3,27 @@ import type { ChatMessage, ChatToolCall } from "./chat-template.js";
 import { badRequest } from "./errors.js";
 import { parseOutputFormat, type OutputFormat } from "./structured-output.js";
 import { parseToolChoice, type ToolChoice, type ToolFunction } from "./tool-calls.js";
+import {
+  flatToolName,
+  normaliseToolChoice,
+  parseResponsesTools,
+  type NamespacedName,
+  type ToolTypeSupport,
+} from "./responses-tools.js";
 
 export interface ResponsesRequest {
   model: string | undefined;
   /** The new input as chat messages (function calls and their outputs included). */
   input: ChatMessage[];
   instructions: string | null;
-  /** Function tools in the chat shape the template renders (`{type, function: {...}}`). */
+  /** The functions offered, in the chat shape the template renders (`{type, function: {...}}`). */
   chatTools: unknown[];
   /** The tools as the request sent them, echoed in the response object. */
   tools: unknown[];
+  /** The functions the model may call, namespaced ones under their flat names (`<namespace>__<name>`). */
   toolFunctions: ToolFunction[];
+  /** Flat name -> the client's namespace and name, for the calls handed back. */
+  namespaced: ReadonlyMap<string, NamespacedName>;
   toolChoice: ToolChoice;
   /** As sent (echoed in the response object). */
   toolChoiceRaw: unknown;
@@ -95,11 +105,18 @@ export function inputMessages(value: unknown): ChatMessage[] {
         return;
       }
       case "function_call": {
-        const { call_id: callId, name, arguments: args } = item;
+        const { call_id: callId, name, arguments: args, namespace } = item;
         if (typeof callId !== "string" || typeof name !== "string" || typeof args !== "string") {
           throw badRequest(`${where}: a function_call needs string call_id, name and arguments`, "input");
         }
-        const call: ChatToolCall = { id: callId, type: "function", function: { name, arguments: args } };
+        // A namespaced call re-renders under the flat name the model wrote it with (as vLLM does).
+        const called =
+          typeof namespace === "string" && namespace !== "" ? flatToolName(namespace, name) : name;
+        const call: ChatToolCall = {
+          id: callId,
+          type: "function",
+          function: { name: called, arguments: args },
+        };
         const last = messages[messages.length - 1];
         if (last && last.role === "assistant" && last.toolCalls) last.toolCalls.push(call);
         else messages.push({ role: "assistant", content: "", toolCalls: [call] });
@@ -107,8 +124,11 @@ export function inputMessages(value: unknown): ChatMessage[] {
       }
       case "function_call_output": {
         const output = item["output"];
-        if (typeof item["call_id"] !== "string")
-          throw badRequest(`${where}.call_id: Field required`, "input");
+        // The openai SDK's FunctionCallOutput (the union vLLM validates with) has an optional call_id: Codex
+        // sends outputs of no call (its goal objective, with `name` and `namespace`); vLLM renders them as tool turns.
+        const callId = item["call_id"];
+        if (callId !== undefined && callId !== null && typeof callId !== "string")
+          throw badRequest(`${where}.call_id: Input should be a valid string`, "input");
         const text = typeof output === "string" ? output : contentText(output, where);
         messages.push({ role: "tool", content: text });
         return;
@@ -123,28 +143,7 @@ export function inputMessages(value: unknown): ChatMessage[] {
   return messages;
 }
 
-/** Responses-shaped function tools (`{type: "function", name, parameters}`); other tool types are refused. */
-function parseTools(value: unknown): { chatTools: unknown[]; functions: ToolFunction[]; tools: unknown[] } {
-  if (value === undefined || value === null) return { chatTools: [], functions: [], tools: [] };
-  if (!Array.isArray(value)) throw badRequest("tools: Input should be a valid list", "tools");
-  const chatTools: unknown[] = [];
-  const functions: ToolFunction[] = [];
-  value.forEach((tool: unknown, index) => {
-    if (!isObject(tool) || tool["type"] !== "function" || typeof tool["name"] !== "string") {
-      throw badRequest(
-        `tools[${index}]: only function tools ({"type": "function", "name": ...}) are supported`,
-        "tools",
-      );
-    }
-    const parameters = tool["parameters"] ?? { type: "object", properties: {} };
-    functions.push({ name: tool["name"], parameters });
-    // vLLM hands Responses tools to the chat template wrapped as chat-completions tools.
-    chatTools.push({ type: "function", function: tool });
-  });
-  return { chatTools, functions, tools: value };
-}
-
-export function parseResponsesRequest(body: unknown): ResponsesRequest {
+export function parseResponsesRequest(body: unknown, toolTypes: ToolTypeSupport = "vllm"): ResponsesRequest {
   if (!isObject(body)) throw badRequest("Request body must be a JSON object");
   if (body["input"] === undefined || body["input"] === null)
     throw badRequest("input: Field required", "input");
@@ -152,7 +151,7 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
     throw badRequest("background mode is not supported by this engine", "background");
   }
   const input = inputMessages(body["input"]);
-  const { chatTools, functions, tools } = parseTools(body["tools"]);
+  const tools = parseResponsesTools(body["tools"], toolTypes);
   const maxOutputTokens = optional<number>(body, "max_output_tokens", "number");
   if (maxOutputTokens !== undefined && (!Number.isInteger(maxOutputTokens) || maxOutputTokens < 1)) {
     throw badRequest(
@@ -173,10 +172,11 @@ export function parseResponsesRequest(body: unknown): ResponsesRequest {
     model: optional<string>(body, "model", "string"),
     input,
     instructions: optional<string>(body, "instructions", "string") ?? null,
-    chatTools,
-    tools,
-    toolFunctions: functions,
-    toolChoice: parseToolChoice(body["tool_choice"], functions),
+    chatTools: tools.chatTools,
+    tools: Array.isArray(body["tools"]) ? body["tools"] : [],
+    toolFunctions: tools.functions,
+    namespaced: tools.namespaced,
+    toolChoice: parseToolChoice(normaliseToolChoice(body["tool_choice"], tools), tools.functions),
     toolChoiceRaw,
     parallelToolCalls: optional<boolean>(body, "parallel_tool_calls", "boolean") ?? true,
     outputFormat: parseOutputFormat(isObject(text) ? text["format"] : undefined, "text.format", true),

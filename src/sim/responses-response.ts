@@ -10,6 +10,7 @@ import { usage as chatUsage } from "./openai-shapes.js";
 import type { EngineRequest } from "./request.js";
 import type { ResponseStore } from "./response-store.js";
 import type { ResponsesRequest } from "./responses-request.js";
+import { flatToolName } from "./responses-tools.js";
 import {
   responseObject,
   ResponseEvents,
@@ -137,12 +138,18 @@ export class ResponsesResponse extends EventStreamResponse implements RequestLis
         id: hexId("fc"),
         type: "function_call",
         call_id: call.id,
-        name: call.name,
+        ...this.clientName(call.name),
         arguments: call.arguments,
         status: "completed",
       });
     }
     return output;
+  }
+
+  /** A called function's name as the client knows it: a namespace's function by its own name and namespace. */
+  private clientName(called: string): { name: string; namespace?: string } {
+    const owner = this.options.request.namespaced.get(called);
+    return owner === undefined ? { name: called } : { name: owner.name, namespace: owner.namespace };
   }
 
   /** Turns one parser delta into output-item events: text goes to a message item, each call to its own item. */
@@ -190,7 +197,7 @@ export class ResponsesResponse extends EventStreamResponse implements RequestLis
           id: hexId("fc"),
           type: "function_call",
           call_id: call.id,
-          name: call.function.name ?? "",
+          ...this.clientName(call.function.name ?? ""),
           arguments: "",
           status: "in_progress",
         };
@@ -256,7 +263,11 @@ function assistantMessage(output: readonly OutputItem[]): ChatMessage {
       toolCalls.push({
         id: item.call_id,
         type: "function",
-        function: { name: item.name, arguments: item.arguments },
+        // Under the name the model wrote, so the next prompt re-renders the tokens it generated.
+        function: {
+          name: item.namespace === undefined ? item.name : flatToolName(item.namespace, item.name),
+          arguments: item.arguments,
+        },
       });
   }
   return toolCalls.length > 0 ? { role: "assistant", content, toolCalls } : { role: "assistant", content };

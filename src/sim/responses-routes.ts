@@ -16,6 +16,7 @@ import type { ResponseStore } from "./response-store.js";
 import { parseResponsesRequest } from "./responses-request.js";
 import { hexId, ResponsesResponse } from "./responses-response.js";
 import type { ToolCallRates } from "./tool-calls.js";
+import type { ToolTypeSupport } from "./responses-tools.js";
 
 export interface ResponsesApiDeps {
   model: string;
@@ -24,6 +25,7 @@ export interface ResponsesApiDeps {
   seed: number;
   loop: EngineLoop;
   toolCallRates: ToolCallRates;
+  toolTypes: ToolTypeSupport;
   store: ResponseStore;
   host: ResponseHost;
   nowSeconds(): number;
@@ -73,7 +75,10 @@ export class ResponsesApi {
   }
 
   private async create(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const request = parseResponsesRequest(await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes));
+    const request = parseResponsesRequest(
+      await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes),
+      this.deps.toolTypes,
+    );
     checkServedModel(request.model, this.deps.model);
     let history: readonly ChatMessage[] = [];
     if (request.previousResponseId !== undefined) {

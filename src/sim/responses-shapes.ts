@@ -38,7 +38,10 @@ export interface FunctionCallItem {
   id: string;
   type: "function_call";
   call_id: string;
+  /** The function's name as the client gave it (inside its namespace, if it has one). */
   name: string;
+  /** The namespace tool the function belongs to; absent for a top-level function. */
+  namespace?: string;
   arguments: string;
   status: "in_progress" | "completed" | "incomplete";
 }

@@ -33,6 +33,7 @@ import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "
 import type { EngineRequest } from "./request.js";
 import type { ToolCallPlan, ToolCallRates } from "./tool-calls.js";
 import { encode } from "./tokenizer.js";
+import type { ToolTypeSupport } from "./responses-tools.js";
 
 export interface SimServerDeps {
   model: string;
@@ -45,6 +46,8 @@ export interface SimServerDeps {
   random: Random;
   /** How often tool calls happen when a request offers tools. */
   toolCallRates: ToolCallRates;
+  /** Whose Responses tool handling to follow (default vLLM's; "gpt-oss": its harmony path's). */
+  toolTypes?: ToolTypeSupport;
   /** Called once the engine has died from a `die` fault (the CLI exits the process here). */
   onDie?: () => void;
 }
@@ -127,6 +130,7 @@ export class SimServer {
       seed: deps.seed,
       loop: deps.loop,
       toolCallRates: deps.toolCallRates,
+      toolTypes: deps.toolTypes ?? "vllm",
       store: new ResponseStore(SIM_DEFAULTS.responseStoreCapacity),
       host: this.responseHost,
       nowSeconds,

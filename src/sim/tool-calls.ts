@@ -58,13 +58,19 @@ function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Reads chat-completions `tools` (`{type: "function", function: {name, parameters}}`). */
+/**
+ * Reads chat-completions `tools` as vLLM's ChatCompletionToolsParam does: `{type: "function", function: {name,
+ * parameters}}`, where `type` defaults to "function" and any other type is refused.
+ */
 export function parseChatTools(tools: readonly unknown[] | undefined): ToolFunction[] {
   return (tools ?? []).map((tool, index) => {
-    const fn = isObject(tool) ? tool["function"] : undefined;
-    if (!isObject(tool) || tool["type"] !== "function" || !isObject(fn) || typeof fn["name"] !== "string") {
-      throw badRequest(`tools[${index}]: expected {"type": "function", "function": {"name": ...}}`, "tools");
-    }
+    const where = `tools[${index}]`;
+    if (!isObject(tool)) throw badRequest(`${where}: Input should be a valid object`, "tools");
+    const type = tool["type"] ?? "function";
+    if (type !== "function") throw badRequest(`${where}.type: Input should be 'function'`, "tools");
+    const fn = tool["function"];
+    if (!isObject(fn)) throw badRequest(`${where}.function: Field required`, "tools");
+    if (typeof fn["name"] !== "string") throw badRequest(`${where}.function.name: Field required`, "tools");
     return { name: fn["name"], parameters: fn["parameters"] ?? { type: "object", properties: {} } };
   });
 }

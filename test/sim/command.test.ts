@@ -62,6 +62,8 @@ describe("parseSimArgs", () => {
       toolCallRateAfterToolResult: 0.1,
       parallelToolCallRate: 1,
     });
+    expect(parseSimArgs(["--tool-types", "gpt-oss"]).engine.toolTypes).toBe("gpt-oss");
+    expect(parseSimArgs([]).engine.toolTypes).toBeUndefined();
   });
 
   it.each([
@@ -72,6 +74,7 @@ describe("parseSimArgs", () => {
     [["--fault-delay-ms", "10"]],
     [["--tool-call-rate", "1.5"]],
     [["--parallel-tool-call-rate", "x"]],
+    [["--tool-types", "harmony"]],
     [["--unknown"]],
     [["positional"]],
   ])("rejects %j with a UsageError", (argv) => {
@@ -90,6 +93,7 @@ describe("parseSimArgs", () => {
       "--tool-call-rate",
       "--tool-call-rate-after-result",
       "--parallel-tool-call-rate",
+      "--tool-types",
     ]) {
       expect(simCommand.help).toContain(flag);
     }
