@@ -10,6 +10,7 @@ export const AGENT_KEY = "sk-agent-test";
 const CLI_TS = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const ENGINE_COUNT = 2;
+const ENGINE_MAX_MODEL_LEN = 131_072;
 /** The longest one CLI run may take: startup and four scripted turns on instant engines. */
 export const AGENT_RUN_TIMEOUT_MS = 150_000;
 
@@ -178,6 +179,10 @@ function startEngine(ns: Netns, scriptPath: string): NsProcess {
       "instant",
       "--model",
       AGENT_MODEL,
+      // Claude Code and OpenCode ask for max_tokens 32000 over a 26k-token prompt: a 128k context, as served
+      // Qwen models have, where the instant profile's 32k would refuse them as vLLM does
+      "--max-model-len",
+      String(ENGINE_MAX_MODEL_LEN),
       "--script",
       scriptPath,
     ],
