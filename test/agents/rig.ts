@@ -14,12 +14,27 @@ const ENGINE_MAX_MODEL_LEN = 131_072;
 /** The longest one CLI run may take: startup and four scripted turns on instant engines. */
 export const AGENT_RUN_TIMEOUT_MS = 150_000;
 
-/** One scripted turn of the engines: call this tool with these arguments (the last turn of a script is text). */
+/** One scripted turn of the engines: call this tool with these arguments. */
 export interface ScriptToolCall {
   tool: string;
-  /** For a function inside a Responses `namespace` tool (Codex's multi_agent_v1). */
-  namespace?: string;
   arguments: Record<string, unknown>;
+}
+
+/** The engines' final answer, after the scripted calls. */
+export const FINAL_TEXT = "Done: hello.txt holds hi and bye.txt holds bye.";
+
+/**
+ * The simulator's script (docs/simulator.md, scripted mode): one conversation with no `match`, so every request of
+ * the run follows it; a request's turn is the number of assistant turns it holds. Side requests that do not offer
+ * the turn's tool (OpenCode's title request) get the default text.
+ */
+export function simScript(calls: ScriptToolCall[]): object {
+  return {
+    conversations: [
+      { name: "agent-task", turns: [...calls.map((call) => ({ call })), { text: FINAL_TEXT }] },
+    ],
+    default: { text: "Done." },
+  };
 }
 
 /** A gateway request log line (the fields the tests read). */
@@ -77,8 +92,8 @@ function gatewayConfig(engineUrls: string[]): object {
 }
 
 /**
- * Starts the namespace, ENGINE_COUNT engines answering from `script` (each request's step is the number of
- * tool results it already holds), and a gateway in front of them.
+ * Starts the namespace, ENGINE_COUNT simulated engines playing `script` (then FINAL_TEXT), and a gateway in
+ * front of them.
  */
 export async function startAgentRig(script: ScriptToolCall[]): Promise<AgentRig> {
   const root = mkdtempSync(join(tmpdir(), "agent-serve-agents-"));
@@ -86,7 +101,7 @@ export async function startAgentRig(script: ScriptToolCall[]): Promise<AgentRig>
   const procs: NsProcess[] = [];
   try {
     const scriptPath = join(root, "script.json");
-    writeFileSync(scriptPath, JSON.stringify(script));
+    writeFileSync(scriptPath, JSON.stringify(simScript(script)));
     const engines = await Promise.all(
       Array.from({ length: ENGINE_COUNT }, async () => {
         const proc = startEngine(ns, scriptPath);
