@@ -8,6 +8,7 @@ import { parseFaultSpec, type SimFault } from "./faults.js";
 import { startSimEngine, type SimEngineOptions } from "./index.js";
 import { PROFILE_NAMES, PROFILES } from "./profiles.js";
 import { isToolTypeSupport, TOOL_TYPE_SUPPORTS } from "./responses-tools.js";
+import { loadScript, type SimScript } from "./script.js";
 
 const HELP = `usage: agent-serve sim [flags]
 
@@ -34,6 +35,8 @@ flags:
   --tool-types KIND            Responses API tool types accepted as by: vllm (default; namespaces flattened,
                                hosted tools such as web_search accepted and never called) | gpt-oss (vLLM's
                                harmony path: 400 "tool type namespace not supported" and the like)
+  --script FILE                scripted mode: replies follow the conversations of this YAML or JSON file (tool calls
+                               and text, turn by turn), to drive a real coding agent through a known trajectory
   --fault SPEC                 inject a fault: none | die | hang | slow:MS | error_rate:RATE[:STATUS] | cut_stream:N
   --fault-delay-ms N           apply --fault N ms after listening instead of at once (e.g. die after 5000)
   -h, --help                   show this help
@@ -89,6 +92,7 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
         "tool-call-rate-after-result": { type: "string" },
         "parallel-tool-call-rate": { type: "string" },
         "tool-types": { type: "string" },
+        script: { type: "string" },
         fault: { type: "string" },
         "fault-delay-ms": { type: "string" },
       },
@@ -126,6 +130,14 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
   if (toolTypes !== undefined && !isToolTypeSupport(toolTypes)) {
     throw new UsageError(`unknown --tool-types '${toolTypes}' (known: ${TOOL_TYPE_SUPPORTS.join(", ")})`);
   }
+  let script: SimScript | undefined;
+  if (values["script"] !== undefined) {
+    try {
+      script = loadScript(values["script"]);
+    } catch (err) {
+      throw new UsageError(`--script: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
   const port = integer(values["port"], "port", 0) ?? SIM_DEFAULTS.cliPort;
   if (port > 65_535) throw new UsageError(`--port must be at most 65535 (got ${port})`);
 
@@ -145,6 +157,7 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
       toolCallRateAfterToolResult: rate(values["tool-call-rate-after-result"], "tool-call-rate-after-result"),
       parallelToolCallRate: rate(values["parallel-tool-call-rate"], "parallel-tool-call-rate"),
       toolTypes,
+      script,
     },
     fault,
     faultDelayMs,

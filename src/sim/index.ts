@@ -1,4 +1,5 @@
 // In-process API of the simulated vLLM engine: start one on a port, inject faults, read its counters, close it.
+import type { SimScript } from "./script.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom } from "../core/random.js";
 import { SIM_DEFAULTS } from "./defaults.js";
@@ -49,6 +50,8 @@ export interface SimEngineOptions {
    * "gpt-oss" (vLLM's harmony path, which refuses namespace, web_search and other non-function tools).
    */
   toolTypes?: ToolTypeSupport;
+  /** Scripted mode: replies follow this script's conversations (see loadScript in script.ts). */
+  script?: SimScript;
   /** Fault in force from the start (default none). */
   fault?: SimFault;
   /** Called after a `die` fault has taken the engine down; the CLI exits the process here. */
@@ -155,6 +158,7 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
       maxParallel: DEFAULT_TOOL_CALL_RATES.maxParallel,
     },
     toolTypes: options.toolTypes,
+    script: options.script,
     onDie: options.onDie,
   });
   if (options.fault && options.fault.kind !== "die") server.setFault(options.fault);

@@ -11,6 +11,8 @@ import {
   type ToolFunction,
 } from "./tool-calls.js";
 import type { ChatMessage } from "./chat-template.js";
+import type { SimScript } from "./script.js";
+import { scriptedReply } from "./script-player.js";
 
 /** Salts the reply seed so tool and JSON draws do not reuse the pseudo-text's random stream. */
 const PLAN_SALT = 0x746f6f6c;
@@ -31,12 +33,20 @@ export interface ReplyScript {
   toolPlan?: ToolCallPlan;
 }
 
-/** The scripted reply of one choice, or undefined for pseudo-text; the same prompt and seed give the same plan. */
+/**
+ * The scripted reply of one choice, or undefined for pseudo-text; the same prompt and seed give the same plan. With
+ * a `--script`, its turn comes first (see script-player.ts).
+ */
 export function planChatReply(
   request: ReplyRequest,
   rates: ToolCallRates,
   seedInput: { promptTokenIds: readonly number[]; seed: number; choiceIndex: number },
+  script?: SimScript,
 ): ReplyScript | undefined {
+  if (script) {
+    const turn = scriptedReply(script, request);
+    if (turn) return turn;
+  }
   const offersTools = request.toolFunctions.length > 0 && request.toolChoice !== "none";
   // The common case (no tools, free text) skips the prompt hash: it is the hot path of every plain request.
   if (!offersTools && request.outputFormat.kind === "text") return undefined;

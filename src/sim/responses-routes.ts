@@ -15,6 +15,7 @@ import { createEngineRequest } from "./request-factory.js";
 import type { ResponseStore } from "./response-store.js";
 import { parseResponsesRequest } from "./responses-request.js";
 import { hexId, ResponsesResponse } from "./responses-response.js";
+import type { SimScript } from "./script.js";
 import type { ToolCallRates } from "./tool-calls.js";
 import type { ToolTypeSupport } from "./responses-tools.js";
 
@@ -26,6 +27,8 @@ export interface ResponsesApiDeps {
   loop: EngineLoop;
   toolCallRates: ToolCallRates;
   toolTypes: ToolTypeSupport;
+  /** Scripted mode's script, if any. */
+  script?: SimScript | undefined;
   store: ResponseStore;
   host: ResponseHost;
   nowSeconds(): number;
@@ -114,6 +117,7 @@ export class ResponsesApi {
       },
       this.deps.toolCallRates,
       { promptTokenIds, seed, choiceIndex: 0 },
+      this.deps.script,
     );
     const id = hexId("resp");
     const engineRequest = createEngineRequest({

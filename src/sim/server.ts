@@ -31,6 +31,7 @@ import { planChatReply } from "./reply-plan.js";
 import { createEngineRequest } from "./request-factory.js";
 import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "./request-parser.js";
 import type { EngineRequest } from "./request.js";
+import type { SimScript } from "./script.js";
 import type { ToolCallPlan, ToolCallRates } from "./tool-calls.js";
 import { encode } from "./tokenizer.js";
 import type { ToolTypeSupport } from "./responses-tools.js";
@@ -48,6 +49,8 @@ export interface SimServerDeps {
   toolCallRates: ToolCallRates;
   /** Whose Responses tool handling to follow (default vLLM's; "gpt-oss": its harmony path's). */
   toolTypes?: ToolTypeSupport;
+  /** Scripted mode's script, if any. */
+  script?: SimScript;
   /** Called once the engine has died from a `die` fault (the CLI exits the process here). */
   onDie?: () => void;
 }
@@ -132,6 +135,7 @@ export class SimServer {
       toolCallRates: deps.toolCallRates,
       toolTypes: deps.toolTypes ?? "vllm",
       store: new ResponseStore(SIM_DEFAULTS.responseStoreCapacity),
+      script: deps.script,
       host: this.responseHost,
       nowSeconds,
     });
@@ -326,6 +330,7 @@ export class SimServer {
       },
       this.deps.toolCallRates,
       { promptTokenIds, seed, choiceIndex: 0 },
+      this.deps.script,
     );
     const engineRequest = createEngineRequest({
       id: `msg-${randomUUID()}`,
@@ -443,7 +448,12 @@ export class SimServer {
         promptIndexOfChoice.push(promptIndex);
         const script =
           request.endpoint === "chat"
-            ? planChatReply(request, this.deps.toolCallRates, { promptTokenIds, seed, choiceIndex: sample })
+            ? planChatReply(
+                request,
+                this.deps.toolCallRates,
+                { promptTokenIds, seed, choiceIndex: sample },
+                this.deps.script,
+              )
             : undefined;
         toolPlans.push(script?.toolPlan);
         choices.push(

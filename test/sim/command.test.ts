@@ -66,6 +66,14 @@ describe("parseSimArgs", () => {
     expect(parseSimArgs([]).engine.toolTypes).toBeUndefined();
   });
 
+  it("loads a --script file", () => {
+    const parsed = parseSimArgs(["--script", "configs/sim-script.example.yaml"]);
+    expect(parsed.engine.script?.conversations.map((c) => c.name)).toEqual([
+      "fix-failing-test",
+      "anything-else",
+    ]);
+  });
+
   it.each([
     [["--port", "http"]],
     [["--profile", "gpt-5"]],
@@ -77,6 +85,8 @@ describe("parseSimArgs", () => {
     [["--tool-types", "harmony"]],
     [["--unknown"]],
     [["positional"]],
+    [["--script", "no/such/script.yaml"]],
+    [["--script", "package.json"]],
   ])("rejects %j with a UsageError", (argv) => {
     expect(() => parseSimArgs(argv)).toThrow(UsageError);
   });
@@ -94,6 +104,7 @@ describe("parseSimArgs", () => {
       "--tool-call-rate-after-result",
       "--parallel-tool-call-rate",
       "--tool-types",
+      "--script",
     ]) {
       expect(simCommand.help).toContain(flag);
     }
