@@ -171,14 +171,8 @@ export function makeAgentDirs(label: string): AgentDirs {
   return { home, workdir, remove: () => rmSync(root, { recursive: true, force: true }) };
 }
 
-/** An engine process inside the namespace: `agent-serve sim --script`, or AGENT_TEST_ENGINE while that lands. */
+/** A simulated engine inside the namespace: `agent-serve sim --script` on an OS-assigned loopback port. */
 function startEngine(ns: Netns, scriptPath: string): NsProcess {
-  const override = process.env["AGENT_TEST_ENGINE"];
-  if (override !== undefined)
-    return ns.spawn(process.execPath, [override, "/dev/null"], {
-      env: { ...process.env, SCRIPT_FILE: scriptPath },
-      timeoutMs: 10 * AGENT_RUN_TIMEOUT_MS,
-    });
   return ns.spawn(
     process.execPath,
     [
