@@ -5,6 +5,20 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 export const DEFAULT_CHILD_TIMEOUT_MS = 180_000;
 const OUTPUT_KEPT_CHARS = 256 * 1024;
 
+/** Process groups still running; killed if the test process exits without closing its rig (a crash, a kill). */
+const liveGroups = new Set<number>();
+process.once("exit", () => {
+  for (const pgid of liveGroups) killGroup(pgid);
+});
+
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // the group is already gone
+  }
+}
+
 export interface NsExit {
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -120,13 +134,10 @@ function spawnGroup(command: string, args: string[], options: SpawnOptions): NsP
   let timedOut = false;
   const waiters: { pattern: RegExp; resolve: (m: RegExpMatchArray) => void; reject: (e: Error) => void }[] =
     [];
+  if (child.pid !== undefined) liveGroups.add(child.pid);
   const kill = (): void => {
     if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // the group is already gone
-    }
+    killGroup(child.pid);
   };
   const timer = setTimeout(() => {
     timedOut = true;
@@ -162,11 +173,8 @@ function spawnGroup(command: string, args: string[], options: SpawnOptions): NsP
       exit = { code, signal };
       // what the CLI left behind in its group (a shell a tool started) holds the pipes open: end it
       if (child.pid !== undefined) {
-        try {
-          process.kill(-child.pid, "SIGKILL");
-        } catch {
-          // none left
-        }
+        killGroup(child.pid);
+        liveGroups.delete(child.pid);
       }
     });
     // after "exit" and once the pipes are drained, so output() is complete
