@@ -13,6 +13,8 @@ const ENGINE_COUNT = 2;
 const ENGINE_MAX_MODEL_LEN = 131_072;
 /** The longest one CLI run may take: startup and four scripted turns on instant engines. */
 export const AGENT_RUN_TIMEOUT_MS = 150_000;
+/** The engines' and the gateway's bound: past any test's timeout (the rig's close ends them long before). */
+const SERVER_TIMEOUT_MS = 600_000;
 
 /** One scripted turn of the engines: call this tool with these arguments. */
 export interface ScriptToolCall {
@@ -115,7 +117,7 @@ export async function startAgentRig(script: ScriptToolCall[]): Promise<AgentRig>
     const gateway = ns.spawn(
       process.execPath,
       ["--import", "tsx", CLI_TS, "gateway", "--config", configPath, "--log-level", "info"],
-      { cwd: REPO_ROOT, timeoutMs: 10 * AGENT_RUN_TIMEOUT_MS },
+      { cwd: REPO_ROOT, timeoutMs: SERVER_TIMEOUT_MS },
     );
     procs.push(gateway);
     const port = (await gateway.waitForLine(/gateway listening on [^\s"]*:(\d+)/))[1]!;
@@ -195,7 +197,7 @@ function startEngine(ns: Netns, scriptPath: string): NsProcess {
       "--script",
       scriptPath,
     ],
-    { cwd: REPO_ROOT, timeoutMs: 10 * AGENT_RUN_TIMEOUT_MS },
+    { cwd: REPO_ROOT, timeoutMs: SERVER_TIMEOUT_MS },
   );
 }
 
