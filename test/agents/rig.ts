@@ -30,13 +30,30 @@ export const FINAL_TEXT = "Done: hello.txt holds hi and bye.txt holds bye.";
  * the run follows it; a request's turn is the number of assistant turns it holds. Side requests that do not offer
  * the turn's tool (OpenCode's title request) get the default text.
  */
-export function simScript(calls: ScriptToolCall[]): object {
+export function simScript(calls: ScriptToolCall[]): SimScriptFile {
   return {
-    conversations: [
-      { name: "agent-task", turns: [...calls.map((call) => ({ call })), { text: FINAL_TEXT }] },
-    ],
+    conversations: [taskConversation("agent-task", calls, FINAL_TEXT)],
     default: { text: "Done." },
   };
+}
+
+/** A script file as `agent-serve sim --script` reads it (src/sim/script.ts has the full schema). */
+export interface SimScriptFile {
+  conversations: {
+    name: string;
+    match?: string | { contains: string; in: "system" | "user" | "either" };
+    turns: ({ call: ScriptToolCall } | { text: string })[];
+  }[];
+  default?: { text: string };
+}
+
+/** A conversation that makes `calls` one per turn, then answers `text`. */
+export function taskConversation(
+  name: string,
+  calls: ScriptToolCall[],
+  text: string,
+): SimScriptFile["conversations"][number] {
+  return { name, turns: [...calls.map((call) => ({ call })), { text }] };
 }
 
 /** A gateway request log line (the fields the tests read). */
@@ -94,16 +111,15 @@ function gatewayConfig(engineUrls: string[]): object {
 }
 
 /**
- * Starts the namespace, ENGINE_COUNT simulated engines playing `script` (then FINAL_TEXT), and a gateway in
- * front of them.
+ * Starts the namespace, ENGINE_COUNT simulated engines playing `script`, and a gateway in front of them.
  */
-export async function startAgentRig(script: ScriptToolCall[]): Promise<AgentRig> {
+export async function startAgentRig(script: SimScriptFile): Promise<AgentRig> {
   const root = mkdtempSync(join(tmpdir(), "agent-serve-agents-"));
   const ns: Netns = await startNetns();
   const procs: NsProcess[] = [];
   try {
     const scriptPath = join(root, "script.json");
-    writeFileSync(scriptPath, JSON.stringify(simScript(script)));
+    writeFileSync(scriptPath, JSON.stringify(script));
     const engines = await Promise.all(
       Array.from({ length: ENGINE_COUNT }, async () => {
         const proc = startEngine(ns, scriptPath);

@@ -1,7 +1,7 @@
 // Two coding agents with the same prompt side by side: each lands by its own session, not by the shared prefix.
 import { expect, test } from "vitest";
 import { codex, TASK_PROMPT } from "./clis.js";
-import { makeAgentDirs, startAgentRig, type AgentRig } from "./rig.js";
+import { makeAgentDirs, simScript, startAgentRig, type AgentRig } from "./rig.js";
 import { AGENT_TEST_TIMEOUT_MS, describe, expectFinished, expectOneEngine, sessionsOf } from "./task.js";
 
 test(
@@ -11,7 +11,7 @@ test(
     let rig: AgentRig | undefined;
     try {
       // Codex's script uses relative paths, so one script serves both working directories
-      rig = await startAgentRig(codex.script(dirs[0]!.workdir));
+      rig = await startAgentRig(simScript(codex.script(dirs[0]!.workdir)));
       const started = rig;
       const runs = await Promise.all(
         dirs.map((d) => started.run(codex.command(started.gatewayUrl, d.home, TASK_PROMPT), d.workdir)),

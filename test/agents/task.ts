@@ -3,7 +3,14 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { TASK_PROMPT, type AgentCli } from "./clis.js";
-import { makeAgentDirs, startAgentRig, type AgentRig, type AgentRun, type RequestLine } from "./rig.js";
+import {
+  makeAgentDirs,
+  simScript,
+  startAgentRig,
+  type AgentRig,
+  type AgentRun,
+  type RequestLine,
+} from "./rig.js";
 
 /** Generous: startup of the engines, the gateway and the CLI, four turns each. Children have their own timeouts. */
 export const AGENT_TEST_TIMEOUT_MS = 300_000;
@@ -13,7 +20,7 @@ export async function checkAgentTask(cli: AgentCli): Promise<void> {
   const dirs = makeAgentDirs(cli.name);
   let rig: AgentRig | undefined;
   try {
-    rig = await startAgentRig(cli.script(dirs.workdir));
+    rig = await startAgentRig(simScript(cli.script(dirs.workdir)));
     const run = await rig.run(cli.command(rig.gatewayUrl, dirs.home, TASK_PROMPT), dirs.workdir);
     expectFinished(run, rig);
     const sessions = sessionsOf(await rig.stopGateway());
