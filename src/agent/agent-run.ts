@@ -1,4 +1,5 @@
 // One run of the demo fleet: the target gateway (embedded or given), the tools, the agents, the summary.
+import { GatewayError } from "../core/errors.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { StudyResult } from "../study/result.js";
 import { defaultTools } from "./default-tools.js";
@@ -31,7 +32,10 @@ export async function runAgentDemo(
   options: AgentRunOptions,
 ): Promise<{ result: StudyResult; runs: AgentRun[] }> {
   if (options.gatewayUrl === undefined && options.config === undefined)
-    throw new Error("runAgentDemo needs a gateway URL or a config for the embedded demo");
+    throw new GatewayError(
+      "usage_error",
+      "runAgentDemo needs a gateway URL or a config for the embedded demo",
+    );
   const demo =
     options.gatewayUrl === undefined
       ? await startEmbeddedDemo(

@@ -1,5 +1,6 @@
 // The demo deployment the agents run against when no --gateway is given: the config's simulated engines and
 // a gateway, in this process, on ports the OS picks (so it never collides with a running `npm start`).
+import { GatewayError } from "../core/errors.js";
 import { pino } from "pino";
 import type { GatewayConfig } from "../config/schema.js";
 import { Gateway } from "../gateway/gateway.js";
@@ -24,12 +25,16 @@ export async function startEmbeddedDemo(
 ): Promise<EmbeddedDemo> {
   const simulated = config.backends.filter((backend) => backend.simulate !== undefined);
   if (simulated.length === 0)
-    throw new Error(
+    throw new GatewayError(
+      "invalid_config",
       "the config has no backend with a 'simulate' block: give --gateway URL to use real engines",
     );
   const scales = new Set(simulated.map((backend) => options.timeScale ?? backend.simulate!.time_scale));
   if (scales.size > 1)
-    throw new Error("the config's simulated engines run at different time scales: give --time-scale X");
+    throw new GatewayError(
+      "usage_error",
+      "the config's simulated engines run at different time scales: give --time-scale X",
+    );
   const timeScale = [...scales][0]!;
   const engines = new Map<string, SimEngineHandle>();
   try {

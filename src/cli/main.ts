@@ -70,7 +70,8 @@ class CommandFailed extends Error {
 function failureLine(err: unknown): string {
   const who = err instanceof CommandFailed ? `agent-serve ${err.command}` : "agent-serve";
   const cause = err instanceof CommandFailed ? err.cause : err;
-  if (cause instanceof GatewayError) return `${who}: ${cause.message}`;
+  // internal_error marks a broken invariant (a bug): its stack is what a report needs.
+  if (cause instanceof GatewayError && cause.code !== "internal_error") return `${who}: ${cause.message}`;
   const code = (cause as NodeJS.ErrnoException | undefined)?.code;
   if (cause instanceof Error && code === "EADDRINUSE") {
     const { address, port } = cause as NodeJS.ErrnoException & { address?: string; port?: number };

@@ -1,4 +1,5 @@
 // The ggml tensor encodings the model maker writes: f32, f16 and q8_0 (blocks of 32 int8 with an f16 scale).
+import { GatewayError } from "../core/errors.js";
 
 /** ggml's `ggml_type` ids of the encodings used here. */
 export const GGML_TYPE = { f32: 0, f16: 1, q8_0: 8 } as const;
@@ -20,7 +21,10 @@ export function tensorBytes(type: GgmlType, shape: readonly number[]): number {
       return elements * 2;
     case "q8_0":
       if (shape[0]! % Q8_0_BLOCK !== 0)
-        throw new Error(`q8_0 needs rows that are a multiple of ${Q8_0_BLOCK} (got ${shape[0]})`);
+        throw new GatewayError(
+          "internal_error",
+          `q8_0 needs rows that are a multiple of ${Q8_0_BLOCK} (got ${shape[0]})`,
+        );
       return (elements / Q8_0_BLOCK) * Q8_0_BLOCK_BYTES;
   }
 }
@@ -77,7 +81,8 @@ export function encodeF16(values: Float32Array): Uint8Array {
 
 /** ggml's reference q8_0 quantizer: d = max|x| / 127 per block, q = round(x / d). */
 export function quantizeQ8_0(values: Float32Array): Uint8Array {
-  if (values.length % Q8_0_BLOCK !== 0) throw new Error(`q8_0 needs a multiple of ${Q8_0_BLOCK} values`);
+  if (values.length % Q8_0_BLOCK !== 0)
+    throw new GatewayError("internal_error", `q8_0 needs a multiple of ${Q8_0_BLOCK} values`);
   const blocks = values.length / Q8_0_BLOCK;
   const out = new Uint8Array(blocks * Q8_0_BLOCK_BYTES);
   const view = new DataView(out.buffer);

@@ -2,6 +2,7 @@
 //
 // Tensors are written one at a time, each produced by its `data` callback only when its turn comes, so a model
 // of any size is written with one tensor in memory at a time.
+import { GatewayError } from "../core/errors.js";
 import { open } from "node:fs/promises";
 import { GGML_TYPE, tensorBytes, type GgmlType } from "./ggml-types.js";
 
@@ -192,7 +193,8 @@ export async function writeGguf(path: string, file: GgufFile): Promise<number> {
       const data = tensor.data();
       const expected = tensorBytes(tensor.type, tensor.shape);
       if (data.byteLength !== expected) {
-        throw new Error(
+        throw new GatewayError(
+          "internal_error",
           `tensor ${tensor.name}: ${data.byteLength} bytes of data, its shape needs ${expected}`,
         );
       }

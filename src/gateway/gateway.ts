@@ -475,7 +475,7 @@ export class Gateway {
 
   /** http://host:port of the listening server (loopback form for wildcard hosts). */
   get url(): string {
-    if (this.address === undefined) throw new Error("gateway is not listening");
+    if (this.address === undefined) throw new GatewayError("internal_error", "gateway is not listening");
     return urlOf(this.address);
   }
 
@@ -609,7 +609,7 @@ export class Gateway {
 
   private async reloadFromSource(): Promise<{ changed: string[] }> {
     if (this.options.loadConfig === undefined)
-      throw new Error("this gateway was started without a config file");
+      throw new GatewayError("not_implemented", "this gateway was started without a config file");
     return this.reload(await this.options.loadConfig());
   }
 

@@ -1,4 +1,5 @@
 // Runs the pure scheduler in real time: each planned step is committed when its (scaled) duration has elapsed.
+import { GatewayError } from "../core/errors.js";
 import type { EngineRequest } from "./request.js";
 import type { Scheduler, StepOutput, StepPlan } from "./scheduler.js";
 import type { SimTimeline } from "./sim-timeline.js";
@@ -63,7 +64,7 @@ export class EngineLoop {
   }
 
   submit(request: EngineRequest, listener: RequestListener): void {
-    if (this.stopped) throw new Error("the engine loop was stopped");
+    if (this.stopped) throw new GatewayError("shutting_down", "the engine loop was stopped");
     this.listeners.set(request.id, { request, listener });
     this.scheduler.add(request);
     // An idle engine starts stepping on the next turn, never inside submit(): every request arriving in the same

@@ -4,6 +4,7 @@
 // preempting the newest running sequence when the cache is full) and prices it with the cost model; the driver
 // lets that much simulated time pass and calls commit(), which applies the step: computed tokens, newly cached
 // blocks, one sampled token per sequence whose known tokens are all computed, finished requests.
+import { GatewayError } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";
 import { addDecode, addPrefillChunk, emptyStepWork, stepDurationMs, type StepWork } from "./cost-model.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
@@ -117,7 +118,8 @@ export class Scheduler {
 
   /** Plans the next step, or returns undefined when there is nothing to compute. */
   schedule(): StepPlan | undefined {
-    if (this.inFlight) throw new Error("commit() the previous step before scheduling another");
+    if (this.inFlight)
+      throw new GatewayError("internal_error", "commit() the previous step before scheduling another");
     const sequences: ScheduledSequence[] = [];
     let budget = this.config.maxNumBatchedTokens;
     let preempted = false;
@@ -182,7 +184,8 @@ export class Scheduler {
 
   /** Applies a planned step; the clock should now read the step's end. */
   commit(plan: StepPlan): StepOutput[] {
-    if (plan !== this.inFlight) throw new Error("commit() must receive the step schedule() returned last");
+    if (plan !== this.inFlight)
+      throw new GatewayError("internal_error", "commit() must receive the step schedule() returned last");
     this.inFlight = undefined;
     this.totals.steps += 1;
     const now = this.clock.nowMs();

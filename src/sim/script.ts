@@ -2,6 +2,7 @@
 //
 // A script drives a real coding agent through a known trajectory. It is stateless: a request's turn is the number
 // of assistant turns already in its conversation, so any client, API or gateway retry replays the same turn.
+import { GatewayError } from "../core/errors.js";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
@@ -96,7 +97,10 @@ export function compileScript(value: unknown): SimScript {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const path = issue?.path.join(".") ?? "";
-    throw new Error(`invalid script${path ? ` at ${path}` : ""}: ${issue?.message ?? "malformed"}`);
+    throw new GatewayError(
+      "invalid_config",
+      `invalid script${path ? ` at ${path}` : ""}: ${issue?.message ?? "malformed"}`,
+    );
   }
   const conversations = parsed.data.conversations.map((entry, index): CompiledConversation => {
     const name = entry.name ?? `conversation ${index + 1}`;
@@ -109,7 +113,10 @@ export function compileScript(value: unknown): SimScript {
     try {
       pattern = new RegExp(match.regex ?? escapeRegex(match.contains ?? ""));
     } catch (err) {
-      throw new Error(`invalid script at conversations.${index}.match.regex: ${(err as Error).message}`);
+      throw new GatewayError(
+        "invalid_config",
+        `invalid script at conversations.${index}.match.regex: ${(err as Error).message}`,
+      );
     }
     return { name, pattern, where: match.in, turns: entry.turns };
   });
@@ -122,13 +129,16 @@ export function loadScript(file: string): SimScript {
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
-    throw new Error(`cannot read script ${file}: ${(err as Error).message}`);
+    throw new GatewayError("invalid_config", `cannot read script ${file}: ${(err as Error).message}`);
   }
   let value: unknown;
   try {
     value = parseYaml(text) as unknown;
   } catch (err) {
-    throw new Error(`script ${file} is not valid YAML or JSON: ${(err as Error).message}`);
+    throw new GatewayError(
+      "invalid_config",
+      `script ${file} is not valid YAML or JSON: ${(err as Error).message}`,
+    );
   }
   return compileScript(value);
 }

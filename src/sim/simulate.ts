@@ -1,4 +1,5 @@
 // Drives a scheduler on a manual clock with no timers: for tests, calibration and offline studies.
+import { GatewayError } from "../core/errors.js";
 import type { ManualClock } from "../core/clock.js";
 import type { Scheduler, StepOutput, StepPlan } from "./scheduler.js";
 
@@ -27,5 +28,5 @@ export function runUntilIdle(
     steps += 1;
     onStep?.(result.plan, result.outputs);
   }
-  throw new Error(`engine still busy after ${maxSteps} steps`);
+  throw new GatewayError("internal_error", `engine still busy after ${maxSteps} steps`);
 }

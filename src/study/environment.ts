@@ -1,4 +1,5 @@
 // A fresh, self-contained deployment for one study condition: engines (simulated or real) and a gateway, in-process.
+import { GatewayError } from "../core/errors.js";
 import { availableParallelism } from "node:os";
 import { pino } from "pino";
 import { Pool } from "undici";
@@ -59,7 +60,10 @@ function startEngine(spec: EnvironmentSpec, index: number): Promise<EngineHandle
 
 function simulated(engine: EngineHandle | undefined, id: string): SimEngineHandle {
   if (engine === undefined || !("setFault" in engine))
-    throw new Error(`engine ${id} is not a simulated engine: only those can be stopped and restarted`);
+    throw new GatewayError(
+      "invalid_config",
+      `engine ${id} is not a simulated engine: only those can be stopped and restarted`,
+    );
   return engine;
 }
 
@@ -149,7 +153,8 @@ export class StudyEnvironment implements StudyTarget {
       ),
     );
     const failed = results.find((r) => !r.ok);
-    if (failed !== undefined) throw new Error(`the deployment's warm-up request failed: ${failed.error}`);
+    if (failed !== undefined)
+      throw new GatewayError("upstream_error", `the deployment's warm-up request failed: ${failed.error}`);
   }
 
   /** Kills an engine the way a crash would: it stops listening and drops every connection. */

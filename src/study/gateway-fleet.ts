@@ -1,4 +1,5 @@
 // Replicas of one gateway config as child processes: restart one, sum a metric over all, wait for their view.
+import { GatewayError } from "../core/errors.js";
 import { rmSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -79,7 +80,10 @@ export class GatewayFleet {
     const old = this.replica(index);
     const exit = await old.stop();
     if (exit.code !== 0)
-      throw new Error(`replica ${index} exited with ${exit.code ?? exit.signal}:\n${old.output()}`);
+      throw new GatewayError(
+        "engine_start_failed",
+        `replica ${index} exited with ${exit.code ?? exit.signal}:\n${old.output()}`,
+      );
     const guard = this.guard;
     this.replicas[index] = await startGatewayProcess(this.configPath, {
       onSpawn: guard === undefined ? undefined : (kill) => void guard.add(kill),
@@ -110,7 +114,10 @@ export class GatewayFleet {
       }
       if (agree === this.replicas.length) return;
       if (performance.now() > deadline)
-        throw new Error(`${agree} of ${this.replicas.length} replicas saw ${backendId} ${state} in time`);
+        throw new GatewayError(
+          "internal_error",
+          `${agree} of ${this.replicas.length} replicas saw ${backendId} ${state} in time`,
+        );
       await new Promise((resolve) => setTimeout(resolve, VIEW_POLL_MS));
     }
   }

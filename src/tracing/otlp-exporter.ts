@@ -1,5 +1,6 @@
 // OTLP/HTTP trace export with the JSON encoding (ExportTraceServiceRequest), as OpenTelemetry Collectors,
 // Jaeger and Tempo accept on :4318/v1/traces. Loaded by request-tracer.ts only when tracing is on.
+import { GatewayError } from "../core/errors.js";
 import type { AttributeValue, FinishedSpan } from "./request-tracer.js";
 
 export interface ExportTarget {
@@ -63,5 +64,5 @@ export async function exportSpans(spans: readonly FinishedSpan[], target: Export
   });
   await response.arrayBuffer();
   if (response.status < 200 || response.status >= 300)
-    throw new Error(`OTLP receiver answered HTTP ${response.status}`);
+    throw new GatewayError("upstream_error", `OTLP receiver answered HTTP ${response.status}`);
 }

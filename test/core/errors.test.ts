@@ -1,4 +1,7 @@
 // The one error family: every error the project throws on purpose is a GatewayError with a stable code.
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { SlotUnavailableError } from "../../src/admission/backend-slots.js";
 import { UsageError } from "../../src/cli/command.js";
@@ -7,6 +10,79 @@ import { GatewayError, toGatewayError } from "../../src/core/errors.js";
 import { EngineUnavailableError } from "../../src/engine/llama-binding.js";
 import { ClientClosedError } from "../../src/gateway/server.js";
 import { AttemptFailure } from "../../src/gateway/upstream-failure.js";
+
+/** Every .ts file under dir, recursively. */
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory()
+      ? sourceFiles(join(dir, entry.name))
+      : entry.name.endsWith(".ts")
+        ? [join(dir, entry.name)]
+        : [],
+  );
+}
+
+/**
+ * Error classes that are not GatewayErrors, on purpose: the simulated vLLM engine's own family (vLLM's envelope,
+ * not the gateway's). Any other class extending Error must be module-private (thrown and caught inside its file).
+ */
+const OTHER_FAMILIES = new Set(["SimRequestError"]);
+/**
+ * Built-in errors a thrower may still use: RangeError for an argument outside a function's contract (a caller's
+ * bug, as the standard library throws it; a CLI turns user input it reaches into a UsageError first).
+ */
+const BUILT_IN_CONTRACTS = new Set(["RangeError"]);
+
+describe("the error family, read from the source", () => {
+  const files = sourceFiles(fileURLToPath(new URL("../../src", import.meta.url))).map((path) => ({
+    path,
+    text: readFileSync(path, "utf8"),
+  }));
+  const parents = new Map<string, { parent: string; exported: boolean; path: string }>();
+  for (const { path, text } of files) {
+    for (const m of text.matchAll(/^(export )?(?:abstract )?class (\w+) extends (\w+)/gm))
+      parents.set(m[2]!, { parent: m[3]!, exported: m[1] !== undefined, path });
+  }
+  const isGatewayError = (name: string): boolean => {
+    for (let at: string | undefined = name; at !== undefined; at = parents.get(at)?.parent)
+      if (at === "GatewayError") return true;
+    return false;
+  };
+
+  it("throws no plain Error (or TypeError, SyntaxError) anywhere in src", () => {
+    const plain = files.flatMap(({ path, text }) =>
+      [...text.matchAll(/throw new (Error|TypeError|SyntaxError)\(/g)].map(
+        (m) => `${path.slice(path.lastIndexOf("/src/") + 1)}:${text.slice(0, m.index).split("\n").length}`,
+      ),
+    );
+    expect(plain).toEqual([]);
+  });
+
+  it("every error class that leaves its module is a GatewayError", () => {
+    const errorClasses = [...parents].filter(
+      ([name, { parent }]) => /Error$/.test(parent) || isGatewayError(name),
+    );
+    expect(errorClasses.length).toBeGreaterThan(5);
+    const outside = errorClasses
+      .filter(([name, { exported }]) => exported && !isGatewayError(name) && !OTHER_FAMILIES.has(name))
+      .map(([name, { path }]) => `${name} (${path})`);
+    expect(outside).toEqual([]);
+  });
+
+  it("every class thrown with `throw new` is a GatewayError, a module-private class or another family", () => {
+    const thrown = new Set(
+      files.flatMap(({ text }) => [...text.matchAll(/throw new (\w+)\(/g)].map((m) => m[1]!)),
+    );
+    const stray = [...thrown].filter(
+      (name) =>
+        !isGatewayError(name) &&
+        !OTHER_FAMILIES.has(name) &&
+        !BUILT_IN_CONTRACTS.has(name) &&
+        parents.get(name)?.exported !== false,
+    );
+    expect(stray).toEqual([]);
+  });
+});
 
 describe("the error family", () => {
   const cases: [GatewayError, string, number][] = [

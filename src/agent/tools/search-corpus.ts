@@ -1,4 +1,5 @@
 // The search_corpus tool: full-text search (BM25 ranking, prefix and fuzzy terms) over the bundled corpus.
+import { GatewayError } from "../../core/errors.js";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import MiniSearch from "minisearch";
@@ -60,7 +61,11 @@ export class CorpusIndex {
     const files = (await listWorkspace(dir)).filter((f) => f.endsWith(".md"));
     const sources = await Promise.all(files.map((file) => readFile(join(dir, file), "utf8")));
     const bytes = sources.reduce((sum, source) => sum + Buffer.byteLength(source), 0);
-    if (bytes > maxBytes) throw new Error(`the corpus in ${dir} has ${bytes} bytes, more than ${maxBytes}`);
+    if (bytes > maxBytes)
+      throw new GatewayError(
+        "body_too_large",
+        `the corpus in ${dir} has ${bytes} bytes, more than ${maxBytes}`,
+      );
     return CorpusIndex.fromDocuments(files.map((file, i) => parseDocument(file, sources[i]!)));
   }
 

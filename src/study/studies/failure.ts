@@ -1,4 +1,5 @@
 // Study 4 of the original: steady traffic while one small engine dies and comes back.
+import { GatewayError } from "../../core/errors.js";
 import { pct } from "../analysis.js";
 import { StudyEnvironment } from "../environment.js";
 import { metricValue, scrapeMetrics } from "../../metrics/prometheus-text.js";
@@ -48,7 +49,8 @@ const CONCURRENCY = 8;
 
 export async function runFailureStudy(options: StudyOptions): Promise<StudyResult> {
   if (options.gatewayUrl !== undefined) {
-    throw new Error(
+    throw new GatewayError(
+      "usage_error",
       "the failure study stops and restarts an engine itself, so it cannot drive an external gateway",
     );
   }

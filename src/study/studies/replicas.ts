@@ -1,5 +1,6 @@
 // Issue 14's scenario as a study: three gateway processes behind a round-robin "Service", four engines, a
 // transient 503, an engine outage and recovery, a replica restart; bindings in memory vs in a real Redis.
+import { GatewayError } from "../../core/errors.js";
 import { Pool } from "undici";
 import { pct, sec, simSeconds } from "../analysis.js";
 import { sendChatTurn } from "../chat-client.js";
@@ -384,13 +385,17 @@ function numbersOf(
 
 export async function runReplicasStudy(options: StudyOptions): Promise<StudyResult> {
   if (options.gatewayUrl !== undefined) {
-    throw new Error(
+    throw new GatewayError(
+      "usage_error",
       "the replicas study starts its own gateway replicas, engines and redis-server: drop --gateway",
     );
   }
   const redisPath = findRedisServer();
   if (redisPath === undefined)
-    throw new Error(`the replicas study's redis condition needs a redis-server: ${REDIS_SERVER_MISSING}`);
+    throw new GatewayError(
+      "engine_unavailable",
+      `the replicas study's redis condition needs a redis-server: ${REDIS_SERVER_MISSING}`,
+    );
   const plan = options.quick ? QUICK : FULL;
   const guard = new InterruptGuard();
   let redis: RedisServer | undefined;
