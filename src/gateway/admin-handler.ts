@@ -2,7 +2,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
-import type { GatewayRuntime } from "./runtime.js";
+import type { GatewayParts, LiveState } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
 
 export interface AdminActions {
@@ -33,14 +33,18 @@ function authorize(req: IncomingMessage, token: string | undefined): void {
   if (!tokenMatches(presented, token)) throw new GatewayError("forbidden", "wrong admin token");
 }
 
+/** What the admin API reads and changes of the gateway. */
+export type AdminDeps = Pick<GatewayParts, "registry" | "scheduler" | "sharedBindings" | "logger">;
+
 export async function handleAdmin(
-  rt: GatewayRuntime,
+  rt: AdminDeps,
+  live: LiveState,
   actions: AdminActions,
   req: IncomingMessage,
   res: ServerResponse,
   path: string,
 ): Promise<void> {
-  authorize(req, rt.settings.adminToken);
+  authorize(req, live.settings.adminToken);
   const parts = path
     .split("/")
     .filter((p) => p !== "")
@@ -103,7 +107,7 @@ function requireMethod(actual: string, expected: string): void {
     throw new GatewayError("method_not_allowed", `use ${expected} for this admin resource`);
 }
 
-function describeBackend(rt: GatewayRuntime, id: string): Record<string, unknown> {
+function describeBackend(rt: AdminDeps, id: string): Record<string, unknown> {
   const backend = rt.registry.get(id);
   if (backend === undefined) throw new GatewayError("backend_not_found", `no backend '${id}'`);
   return {

@@ -1,4 +1,5 @@
-// Stage 1 of a completion: who is asking (headers, API key) and whether their token budget lets them in.
+// Stage 1 of a completion: who is asking (headers, the API key the server checked) and whether their token
+// budget lets them in; after parsing, the budget hold, whose settle() is the request's last step.
 import type { BudgetStore } from "../admission/budget-store.js";
 import type { Reservation } from "../admission/token-budgets.js";
 import { GatewayError } from "../core/errors.js";
@@ -22,6 +23,8 @@ export interface Admission {
   budgetKey: string | undefined;
   /** The agent is an API key's own (authenticated): its budget entry is never evicted. */
   keyed: boolean;
+  /** The store the request's hold is taken from and settled in (the snapshot's, for the whole request). */
+  budgets: BudgetStore;
 }
 
 /**
@@ -48,7 +51,7 @@ export function admit(
       );
     }
   }
-  return { client, agentId, budgetKey, keyed };
+  return { client, agentId, budgetKey, keyed, budgets };
 }
 
 /**
@@ -60,10 +63,20 @@ export function estimatePromptTokens(request: CompletionRequest): number {
   return Math.ceil(request.promptChars / 3) + 8 * request.messageCount + 16;
 }
 
-export interface BudgetHold {
-  reservation: Reservation;
-  /** The max_tokens the engine must get (the client's, lowered to what the budget has left), if changed. */
-  clampedMaxTokens: number | undefined;
+/** Tokens held against an agent's budget while its request runs; settle() charges what it used and frees the rest. */
+export class BudgetHold {
+  constructor(
+    private readonly budgets: BudgetStore,
+    private readonly reservation: Reservation,
+    /** The max_tokens the engine must get (the client's, lowered to what the budget has left), if changed. */
+    readonly clampedMaxTokens: number | undefined,
+  ) {}
+
+  /** The last stage: charges what the engine reported (nothing when it reported nothing) and frees the hold. */
+  settle(usage: TokenUsage | undefined, nowMs: number): void {
+    const used = usage === undefined ? 0 : usage.promptTokens + usage.completionTokens;
+    this.budgets.settle(this.reservation, used, nowMs);
+  }
 }
 
 /**
@@ -74,9 +87,9 @@ export interface BudgetHold {
 export async function reserveBudget(
   admission: Admission,
   request: CompletionRequest,
-  budgets: BudgetStore,
   nowMs: number,
 ): Promise<BudgetHold | undefined> {
+  const { budgets } = admission;
   const key = admission.budgetKey;
   if (key === undefined) return undefined;
   const prompt = estimatePromptTokens(request);
@@ -98,7 +111,7 @@ export async function reserveBudget(
   }
   const fits = Math.floor((decision.granted - prompt) / request.choices);
   const clampedMaxTokens = request.maxTokens !== undefined && fits >= request.maxTokens ? undefined : fits;
-  return { reservation: decision.reservation, clampedMaxTokens };
+  return new BudgetHold(budgets, decision.reservation, clampedMaxTokens);
 }
 
 /**
@@ -113,17 +126,4 @@ export function streamedUsage(
 ): TokenUsage | undefined {
   if (generatedEvents === undefined || generatedEvents <= 0) return undefined;
   return { promptTokens: estimatePromptTokens(request), completionTokens: generatedEvents, cachedTokens: 0 };
-}
-
-/** The last stage: charges what the engine reported (nothing when it reported nothing) and frees the hold. */
-export function settle(
-  admission: Admission,
-  budgets: BudgetStore,
-  hold: BudgetHold | undefined,
-  usage: TokenUsage | undefined,
-  nowMs: number,
-): void {
-  if (admission.budgetKey === undefined) return;
-  const used = usage === undefined ? 0 : usage.promptTokens + usage.completionTokens;
-  if (hold !== undefined) budgets.settle(hold.reservation, used, nowMs);
 }

@@ -1,7 +1,7 @@
 // Stage 4 of a completion: pick a backend, take a slot, run one attempt, fail over to the next on failure.
-import type { ServerResponse } from "node:http";
 import type { AffinityScheduler, PlacementHints } from "../affinity/scheduler.js";
 import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
+import type { Backend } from "../backends/backend.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
@@ -9,10 +9,9 @@ import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { TierSource } from "../routing/tier-router.js";
 import type { Adaptation } from "./adaptation/adapt-request.js";
 import { AttemptAbort } from "./attempt-abort.js";
-import { runAttempt, type AttemptEnv, type AttemptResult } from "./attempt.js";
+import { runAttempt, type AnswerSink, type AttemptEnv, type AttemptResult } from "./attempt.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
 import type { RequestContext } from "./request-context.js";
-import type { UpstreamBodies } from "./upstream-body.js";
 import { MessagesRelay } from "./messages-relay.js";
 import { ResponsesRelay } from "./responses-relay.js";
 import { SseRelay } from "./sse-relay.js";
@@ -20,7 +19,7 @@ import type { StreamRelay } from "./stream-relay.js";
 import { AttemptFailure } from "./upstream-failure.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 
-/** The loop's collaborators (the gateway runtime provides them all). */
+/** The loop's collaborators. */
 export interface AttemptLoopDeps {
   readonly clock: Clock;
   readonly logger: { warn(fields: object, message: string): void };
@@ -30,8 +29,12 @@ export interface AttemptLoopDeps {
   readonly pools: UpstreamPools;
   readonly metrics: GatewayMetrics;
   readonly outcomes: EngineOutcomes;
-  readonly attemptEnv: AttemptEnv;
+}
+
+/** What the loop reads of the request's live snapshot. */
+export interface AttemptLimits {
   readonly settings: { readonly maxAttempts: number };
+  readonly attemptEnv: AttemptEnv;
 }
 
 /** One request, routed: what every attempt of it sends. */
@@ -43,7 +46,7 @@ export interface RoutedRequest {
   sessionSource: string | undefined;
   /** The engine path (`/v1/chat/completions`, ...). */
   path: string;
-  bodies: UpstreamBodies;
+  bodies: AttemptBodies;
   stream: boolean;
   /** The Responses API: its event stream, and the response id to remember. */
   responses: boolean;
@@ -57,6 +60,13 @@ export interface RoutedRequest {
   adaptation?: Adaptation | undefined;
 }
 
+/** The bodies an attempt may send: one per backend model (a tier's engines may serve different model ids). */
+export interface AttemptBodies {
+  forModel(model: string): Buffer;
+  /** The client did not ask for usage in its stream: the relay drops the engine's usage chunk. */
+  readonly stripUsage: boolean;
+}
+
 /**
  * Tries backends in the order the scheduler gives until one answers, at most settings.maxAttempts times.
  * Resolves with the answering attempt's result (its response already written); throws a GatewayError when no
@@ -64,8 +74,9 @@ export interface RoutedRequest {
  */
 export async function runAttemptLoop(
   deps: AttemptLoopDeps,
+  limits: AttemptLimits,
   request: RoutedRequest,
-  res: ServerResponse,
+  res: AnswerSink,
   ctx: RequestContext,
 ): Promise<AttemptResult> {
   const { tier, sessionId } = request;
@@ -79,7 +90,7 @@ export async function runAttemptLoop(
       ? (member: Buffer): StreamRelay => (relay = new MessagesRelay(member))
       : (member: Buffer): StreamRelay => (relay = new SseRelay(member, request.bodies.stripUsage));
   let lastFailure: AttemptFailure | undefined;
-  while (ctx.attempts < deps.settings.maxAttempts) {
+  while (ctx.attempts < limits.settings.maxAttempts) {
     const tierBackends = deps.registry.tier(tier);
     // The tier's Backends are the candidates: their in-flight and queued counts are kept by BackendSlots,
     // their engine readings by the load poller, so nothing is built per request.
@@ -116,7 +127,7 @@ export async function runAttemptLoop(
     let committed = false;
     try {
       const result = await runAttempt(
-        deps.attemptEnv,
+        limits.attemptEnv,
         {
           backend,
           upstream: deps.pools.get(backend),
@@ -156,9 +167,7 @@ export async function runAttemptLoop(
       if (!(err instanceof AttemptFailure) || committed) throw err;
       lastFailure = err;
       exclude.add(backend.id);
-      // Break the session's binding first, so a health transition triggered below does not count it twice.
-      deps.scheduler.onAttemptFailed(sessionId, tier, backend.id);
-      if (err.healthSignal) deps.outcomes.failed(backend);
+      attemptFailed(deps, sessionId, tier, backend, err.healthSignal);
       const cause = err.cause instanceof Error ? err.cause.message : undefined;
       deps.logger.warn(
         { reqId: ctx.requestId, backend: backend.id, err: err.message, cause },
@@ -181,4 +190,22 @@ export async function runAttemptLoop(
   throw new GatewayError("no_healthy_backend", `no healthy backend in tier '${tier}'`, {
     retryAfterSeconds: 5,
   });
+}
+
+/**
+ * A failed attempt's two consequences, in this order. The session's binding to the backend is broken first;
+ * then the failure counts against the backend's health. outcomes.failed() may mark the backend down, and the
+ * registry tells its listeners synchronously, inside that call: the backend is retired (its bindings broken,
+ * see backend-changes.ts) before it returns. Breaking the session's binding first means that retirement does
+ * not find it, so it is counted once (as this failure's), never twice.
+ */
+function attemptFailed(
+  deps: Pick<AttemptLoopDeps, "scheduler" | "outcomes">,
+  sessionId: string | undefined,
+  tier: string,
+  backend: Backend,
+  healthSignal: boolean,
+): void {
+  deps.scheduler.onAttemptFailed(sessionId, tier, backend.id);
+  if (healthSignal) deps.outcomes.failed(backend);
 }

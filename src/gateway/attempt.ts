@@ -1,6 +1,5 @@
 // One attempt of a completion on one engine, on undici's dispatch API: no response stream objects, chunks
 // go from the engine's socket to the client's as they arrive (buffered only for non-streaming answers).
-import type { ServerResponse } from "node:http";
 import type { Dispatcher } from "undici";
 import { GatewayError } from "../core/errors.js";
 import type { Backend } from "../backends/backend.js";
@@ -23,6 +22,22 @@ import {
 } from "./upstream-failure.js";
 import type { FreshConnection } from "./upstream-pools.js";
 import { ClientClosedError } from "./client-closed.js";
+
+/**
+ * Where an attempt writes its answer: the client's response (a ServerResponse is one), or the buffer of a
+ * request the gateway makes itself (the tier classifier's).
+ */
+export interface AnswerSink {
+  writeHead(status: number, headers: string[]): unknown;
+  write(chunk: Buffer): boolean;
+  end(chunk?: Buffer): unknown;
+  cork(): void;
+  uncork(): void;
+  readonly destroyed: boolean;
+  readonly writableEnded: boolean;
+  once(event: "drain", listener: () => void): unknown;
+  off(event: "drain", listener: () => void): unknown;
+}
 
 /** What an attempt needs from the gateway besides its plan (built once per gateway, not per request). */
 export interface AttemptEnv {
@@ -90,7 +105,7 @@ export interface AttemptResult {
  * Runs one attempt. Rejects with AttemptFailure when the engine failed before anything reached the client
  * (the caller may retry elsewhere), or with the request's cancel reason when the client went away.
  */
-export function runAttempt(env: AttemptEnv, plan: AttemptPlan, res: ServerResponse): Promise<AttemptResult> {
+export function runAttempt(env: AttemptEnv, plan: AttemptPlan, res: AnswerSink): Promise<AttemptResult> {
   return new Promise((resolve, reject) => new AttemptHandler(env, plan, res, resolve, reject).start());
 }
 
@@ -124,7 +139,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   constructor(
     private readonly env: AttemptEnv,
     private readonly plan: AttemptPlan,
-    private readonly res: ServerResponse,
+    private readonly res: AnswerSink,
     private readonly resolve: (result: AttemptResult) => void,
     private readonly reject: (err: Error) => void,
   ) {

@@ -1,12 +1,17 @@
 // The tier classifier's engine calls: one short, schema-constrained chat request to an engine of its tier.
-import { GatewayError } from "../core/errors.js";
 import type { Logger } from "pino";
-import type { BackendSlots } from "../admission/backend-slots.js";
-import type { BackendRegistry } from "../backends/registry.js";
-import type { Clock } from "../core/clock.js";
+import { GatewayError } from "../core/errors.js";
 import type { ClassifierAsk } from "../routing/tier-classifier.js";
-import { AttemptAbort } from "./attempt-abort.js";
-import type { UpstreamPools } from "./upstream-pools.js";
+import type { AnswerSink } from "./attempt.js";
+import {
+  runAttemptLoop,
+  type AttemptBodies,
+  type AttemptLimits,
+  type AttemptLoopDeps,
+} from "./attempt-loop.js";
+import { cancelRequest, type RequestContext } from "./request-context.js";
+
+const CLASSIFIER_PATH = "/v1/chat/completions";
 
 export interface ClassifierClientSettings {
   tier: string;
@@ -16,13 +21,8 @@ export interface ClassifierClientSettings {
   prompt: string | undefined;
 }
 
-interface ClientDeps {
-  readonly clock: Clock;
-  readonly logger: Logger;
-  readonly registry: BackendRegistry;
-  readonly slots: BackendSlots;
-  readonly pools: UpstreamPools;
-}
+/** The classifier calls engines as requests do (through the attempt loop), and logs each call. */
+export type ClassifierDeps = AttemptLoopDeps & { readonly logger: Logger };
 
 /** Replies that are not one short JSON object are not verdicts: a few tokens suffice for `{"tier":"big"}`. */
 const MAX_VERDICT_TOKENS = 24;
@@ -67,57 +67,119 @@ export function classifierRequestBody(
   };
 }
 
+/** A classifier call's answer, kept in memory: the attempt writes it here as it would to a client. */
+class BufferedAnswer implements AnswerSink {
+  status = 0;
+  private readonly chunks: Buffer[] = [];
+  readonly destroyed = false;
+  writableEnded = false;
+
+  writeHead(status: number): void {
+    this.status = status;
+  }
+
+  write(chunk: Buffer): boolean {
+    this.chunks.push(chunk);
+    return true;
+  }
+
+  end(chunk?: Buffer): void {
+    if (chunk !== undefined) this.chunks.push(chunk);
+    this.writableEnded = true;
+  }
+
+  cork(): void {}
+  uncork(): void {}
+  once(): void {}
+  off(): void {}
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString("utf8");
+  }
+}
+
+/** The classifier's request body for each backend model (its own model id, unless settings name one). */
+class ClassifierBodies implements AttemptBodies {
+  readonly stripUsage = false;
+
+  constructor(
+    private readonly question: string,
+    private readonly tiers: readonly string[],
+    private readonly settings: ClassifierClientSettings,
+  ) {}
+
+  forModel(model: string): Buffer {
+    return Buffer.from(
+      JSON.stringify(classifierRequestBody(this.question, this.tiers, this.settings, model)),
+    );
+  }
+}
+
+const NO_PLACEMENT_HINTS = { prefixKey: undefined };
+
 /**
- * Asks the least-loaded up engine of the classifier's tier. It takes a slot like any request (max_inflight
- * holds), is charged to no budget, and leaves one log line of its own.
+ * Asks an engine of the classifier's tier through the attempt loop, as any request is sent: placed by the
+ * scheduler (no session), a slot taken (max_inflight holds), failed over, its outcome fed to the engine's
+ * health, its answer bounded by upstream.max_response_bytes, abandoned if the engine goes down. It is charged
+ * to no budget and leaves one log line of its own.
  */
-export function createClassifierAsk(deps: ClientDeps, settings: ClassifierClientSettings): ClassifierAsk {
+export function createClassifierAsk(
+  deps: ClassifierDeps,
+  limits: AttemptLimits,
+  settings: ClassifierClientSettings,
+): ClassifierAsk {
   let calls = 0;
   return async (question, tiers, signal) => {
-    const backend = deps.registry
-      .tier(settings.tier)
-      .filter((b) => b.state === "up")
-      .sort((a, b) => a.inflight - b.inflight)[0];
-    if (backend === undefined)
-      throw new GatewayError("no_healthy_backend", `no healthy backend in tier '${settings.tier}'`);
-    const id = `classifier-${++calls}`;
-    const startedMs = deps.clock.nowMs();
-    const abort = new AttemptAbort();
-    const onAbort = (): void => abort.abort(new Error("classifier timed out"));
+    const ctx: RequestContext = {
+      requestId: `classifier-${++calls}`,
+      startedAtMs: deps.clock.nowMs(),
+      method: "POST",
+      path: CLASSIFIER_PATH,
+      attempts: 0,
+      queueWaitMs: 0,
+    };
+    const onAbort = (): void =>
+      cancelRequest(ctx, new GatewayError("upstream_timeout", "classifier timed out"));
     signal.addEventListener("abort", onAbort, { once: true });
+    const answer = new BufferedAnswer();
     let status: number | string = "error";
     try {
-      const pending = deps.slots.acquire(backend, abort);
-      if (pending !== undefined) await pending;
-      try {
-        const { pool, basePath } = deps.pools.get(backend);
-        const answer = await pool.request({
-          method: "POST",
-          path: `${basePath}/v1/chat/completions`,
-          headers: { ...backend.upstreamHeaders, "content-type": "application/json", "x-request-id": id },
-          body: JSON.stringify(classifierRequestBody(question, tiers, settings, backend.model)),
-          signal,
-        });
-        status = answer.statusCode;
-        const body = (await answer.body.json()) as { choices?: { message?: { content?: unknown } }[] };
-        if (answer.statusCode !== 200)
-          throw new GatewayError("upstream_error", `engine answered ${answer.statusCode}`);
-        const content = body.choices?.[0]?.message?.content;
-        if (typeof content !== "string")
-          throw new GatewayError("upstream_error", "the engine's answer has no message content");
-        return content;
-      } finally {
-        deps.slots.release(backend);
-      }
+      const result = await runAttemptLoop(
+        deps,
+        limits,
+        {
+          tier: settings.tier,
+          tierSource: "classifier",
+          sessionId: undefined,
+          sessionSource: undefined,
+          path: CLASSIFIER_PATH,
+          bodies: new ClassifierBodies(question, tiers, settings),
+          stream: false,
+          responses: false,
+          messages: false,
+          onlyBackend: undefined,
+          placement: NO_PLACEMENT_HINTS,
+        },
+        answer,
+        ctx,
+      );
+      status = result.status;
+      if (result.status !== 200) throw new GatewayError("upstream_error", `engine answered ${result.status}`);
+      const body = JSON.parse(answer.text()) as { choices?: { message?: { content?: unknown } }[] };
+      const content = body.choices?.[0]?.message?.content;
+      if (typeof content !== "string")
+        throw new GatewayError("upstream_error", "the engine's answer has no message content");
+      return content;
     } finally {
       signal.removeEventListener("abort", onAbort);
       deps.logger.info(
         {
-          reqId: id,
+          reqId: ctx.requestId,
           classifier: true,
-          backend: backend.id,
+          backend: ctx.backend,
           status,
-          ms: Math.round(deps.clock.nowMs() - startedMs),
+          attempts: ctx.attempts,
+          ms: Math.round(deps.clock.nowMs() - ctx.startedAtMs),
         },
         "classifier request",
       );

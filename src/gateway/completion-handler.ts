@@ -1,18 +1,18 @@
-// POST /v1/chat/completions, /v1/completions and /v1/responses, in stages that read in order: admit -> parse
-// -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
+// POST /v1/chat/completions, /v1/completions, /v1/responses and /v1/messages, in stages that read in order:
+// admit -> parse -> route -> attempt loop -> answer and settle. Each stage lives in its own file, takes only
+// what it needs and returns what it decided.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
 import { adaptRequest } from "./adaptation/adapt-request.js";
-import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./admit.js";
-import { runAttemptLoop } from "./attempt-loop.js";
+import { admit, reserveBudget, streamedUsage, type BudgetHold } from "./admit.js";
+import { runAttemptLoop, type AttemptLoopDeps } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
 import { identifySession } from "./session-identity.js";
 import type { RequestContext } from "./request-context.js";
 import { continuedConversation, rememberResponse } from "./response-chain.js";
-import type { TierSource } from "../routing/tier-router.js";
-import { routeTier } from "./route-tier.js";
-import type { GatewayRuntime } from "./runtime.js";
+import { routeRequest, type RouteDecision, type RouteDeps } from "./route-tier.js";
+import type { GatewayParts, LiveState } from "./runtime.js";
 import { UpstreamBodies } from "./upstream-body.js";
 import type { TokenUsage } from "./usage.js";
 
@@ -23,8 +23,14 @@ const PATHS: Record<Endpoint, string> = {
   messages: "/v1/messages",
 };
 
+/** What a completion uses of the gateway besides the request's live snapshot. */
+export type CompletionDeps = AttemptLoopDeps &
+  RouteDeps &
+  Pick<GatewayParts, "clock" | "metrics" | "responseOwners">;
+
 export async function handleCompletion(
-  rt: GatewayRuntime,
+  deps: CompletionDeps,
+  live: LiveState,
   endpoint: Endpoint,
   req: IncomingMessage,
   res: ServerResponse,
@@ -32,20 +38,22 @@ export async function handleCompletion(
   /** POST /v1/messages/count_tokens: placed like the conversation, answered by its engine, never charged. */
   countTokens = false,
 ): Promise<void> {
-  const { settings } = rt;
+  const { settings } = live;
+  const { clock } = deps;
+  // 1. Admit: who asks, and whether their budget lets them in (the API key was checked by the server).
   const admission = admit(
     req.headersDistinct,
     ctx.apiKey,
     { budgetAnonymous: settings.config.admission.budget_anonymous },
-    rt.budgets,
-    rt.clock.nowMs(),
+    live.budgets,
+    clock.nowMs(),
   );
   ctx.agentId = admission.agentId;
 
+  // 2. Parse. Tools a stock engine would refuse are adapted; only then is the body re-encoded.
   const raw = await readBody(req, settings.maxBodyBytes);
   const request = parseCompletionRequest(raw, endpoint);
   if (settings.config.server.log_prompts) ctx.prompt = lastTurnText(request);
-  // Tools a stock engine would refuse are adapted; only then is the body re-encoded.
   const adaptation = adaptRequest(endpoint, request.body, settings.adaptation);
   if (adaptation !== undefined) ctx.adapted = adaptation.changes;
 
@@ -55,53 +63,46 @@ export async function handleCompletion(
   const chained = endpoint === "responses" && (request.previousResponseId !== undefined || request.store);
   const identity = identifySession(req.headersDistinct, request.body, sessionKeys, chained);
   const named = typeof identity === "object" ? identity : undefined;
-  const conversation = continuedConversation(rt, request, named?.key, ctx.requestId, identity !== undefined);
+  const conversation = continuedConversation(
+    deps,
+    request,
+    named?.key,
+    ctx.requestId,
+    identity !== undefined,
+  );
   const sessionId = conversation.sessionKey;
   ctx.sessionId = sessionId;
   ctx.sessionSource = sessionId === undefined ? undefined : (named?.source ?? "responses_chain");
-  const client = { ...admission.client, sessionId };
   // The budget hold starts now so that, with both stores in Redis, its round trip runs alongside the binding
   // lookup's instead of after it. A handler is attached at once (a refusal is awaited, and thrown, below).
-  const holding = countTokens
-    ? Promise.resolve(undefined)
-    : reserveBudget(admission, request, rt.budgets, rt.clock.nowMs());
+  const holding = countTokens ? Promise.resolve(undefined) : reserveBudget(admission, request, clock.nowMs());
   void holding.catch(() => undefined);
-  let tier: string;
-  let tierSource: TierSource;
+
+  // 3. Route: one decision (tier, and the one engine a continued conversation must reach).
+  let route: RouteDecision;
   let hold: BudgetHold | undefined;
   try {
-    // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
-    if (rt.sharedBindings !== undefined && sessionId !== undefined && rt.scheduler.affinityEnabled) {
-      await rt.sharedBindings.prepare(sessionId);
-    }
-    ({ tier, source: tierSource } = routeTier(client, request, rt.registry, rt.scheduler, settings.tiers));
-    if (conversation.owner !== undefined) {
-      tier = conversation.owner.tier;
-    } else if (tierSource === "auto_default" && rt.classifier !== undefined) {
-      // The rules left it open: the classifier may say otherwise (bounded by its timeout, never failing).
-      const verdict = await rt.classifier.classify(lastTurnText(request), tier);
-      if (verdict.outcome === "answered" || verdict.outcome === "cached") {
-        tier = verdict.tier;
-        tierSource = "classifier";
-      }
-    }
-    ctx.tier = tier;
+    route = await routeRequest(deps, live, admission.client, sessionId, request, conversation);
+    ctx.tier = route.tier;
     hold = await holding;
   } catch (err) {
     // Routing failed: its error is the answer (as when the hold came after routing); a granted hold is freed.
     void holding.then(
-      (granted) => settle(admission, rt.budgets, granted, undefined, rt.clock.nowMs()),
+      (granted) => granted?.settle(undefined, clock.nowMs()),
       () => undefined,
     );
     throw err;
   }
+
+  // 4. Attempt, 5. answer (written by the answering attempt), then settle.
   let usage: TokenUsage | undefined;
   try {
     const result = await runAttemptLoop(
-      rt,
+      deps,
+      live,
       {
-        tier,
-        tierSource,
+        tier: route.tier,
+        tierSource: route.source,
         sessionId,
         sessionSource: ctx.sessionSource,
         path: countTokens ? "/v1/messages/count_tokens" : PATHS[endpoint],
@@ -118,31 +119,25 @@ export async function handleCompletion(
         stream: request.stream,
         responses: endpoint === "responses",
         messages: endpoint === "messages",
-        onlyBackend: conversation.owner?.id,
+        onlyBackend: route.onlyBackend,
         placement: request,
       },
       res,
       ctx,
     ).catch((err: unknown) => {
-      throw conversation.owner === undefined ? err : namingTheConversation(err, request.previousResponseId!);
+      throw route.onlyBackend === undefined ? err : namingTheConversation(err, request.previousResponseId!);
     });
     ctx.status = result.status;
     ctx.streamError = result.streamError;
     if (result.responseId !== undefined && request.store && sessionId !== undefined) {
-      rememberResponse(rt, result.responseId, ctx.backend!, sessionId);
+      rememberResponse(deps, result.responseId, ctx.backend!, sessionId);
     }
     usage = countTokens ? undefined : result.usage;
-    if (usage !== undefined) rt.metrics.tokens(tier, usage);
+    if (usage !== undefined) deps.metrics.tokens(route.tier, usage);
   } finally {
     // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended
     // before the engine's usage what it relayed.
-    settle(
-      admission,
-      rt.budgets,
-      hold,
-      usage ?? streamedUsage(request, ctx.generatedEvents),
-      rt.clock.nowMs(),
-    );
+    hold?.settle(usage ?? streamedUsage(request, ctx.generatedEvents), clock.nowMs());
   }
 }
 

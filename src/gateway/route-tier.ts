@@ -1,12 +1,60 @@
-// Stage 3 of a completion: the tier, from the hint, the model or the rules (a bound session keeps its tier).
+// Stage 3 of a completion: one routing decision (the tier, and the one engine a continued Responses
+// conversation must reach) from the hint, the model, the rules, the stored response's owner and the classifier.
 import type { AffinityScheduler } from "../affinity/scheduler.js";
 import type { BackendRegistry } from "../backends/registry.js";
-import { chooseTier, type TierDecision, type TierRouterSettings } from "../routing/tier-router.js";
+import {
+  chooseTier,
+  type TierDecision,
+  type TierRouterSettings,
+  type TierSource,
+} from "../routing/tier-router.js";
 import type { ClientHeaders } from "./client-headers.js";
-import type { CompletionRequest } from "./completion-request.js";
+import { lastTurnText, type CompletionRequest } from "./completion-request.js";
+import type { Conversation } from "./response-chain.js";
+import type { GatewayParts, LiveState } from "./runtime.js";
 
+export type RouteDeps = Pick<GatewayParts, "registry" | "scheduler" | "sharedBindings">;
+
+/** Where a request goes: its tier, why, and the one backend that must answer it (if one must). */
+export interface RouteDecision {
+  readonly tier: string;
+  readonly source: TierSource;
+  /** The engine that stores the response a Responses request continues: only it may answer (no failover). */
+  readonly onlyBackend: string | undefined;
+}
+
+/**
+ * Decides where a request goes. Its hint and model are checked whatever decides (an unknown tier or model
+ * is refused even when continuing a stored response); then a stored response's owner fixes the tier; else,
+ * when the rules left it open, the classifier may choose (bounded by its timeout, never failing).
+ */
+export async function routeRequest(
+  deps: RouteDeps,
+  live: Pick<LiveState, "settings" | "classifier">,
+  client: ClientHeaders,
+  sessionId: string | undefined,
+  request: CompletionRequest,
+  conversation: Conversation,
+): Promise<RouteDecision> {
+  // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
+  if (deps.sharedBindings !== undefined && sessionId !== undefined && deps.scheduler.affinityEnabled) {
+    await deps.sharedBindings.prepare(sessionId);
+  }
+  const rules = routeTier(client, sessionId, request, deps.registry, deps.scheduler, live.settings.tiers);
+  const { owner } = conversation;
+  if (owner !== undefined) return { tier: owner.tier, source: rules.source, onlyBackend: owner.id };
+  if (rules.source === "auto_default" && live.classifier !== undefined) {
+    const verdict = await live.classifier.classify(lastTurnText(request), rules.tier);
+    if (verdict.outcome === "answered" || verdict.outcome === "cached")
+      return { tier: verdict.tier, source: "classifier", onlyBackend: undefined };
+  }
+  return { tier: rules.tier, source: rules.source, onlyBackend: undefined };
+}
+
+/** The tier by the rules alone: the hint, the model, or the prompt (a bound session keeps its tier). */
 export function routeTier(
-  client: ClientHeaders & { sessionId: string | undefined },
+  client: ClientHeaders,
+  sessionId: string | undefined,
   request: CompletionRequest,
   registry: BackendRegistry,
   scheduler: AffinityScheduler,
@@ -18,8 +66,8 @@ export function routeTier(
     client.tierHint === "auto" || (client.tierHint === undefined && request.model === undefined);
   const asksBinding =
     settings.sessionStaysSameTier || (settings.toolFollowupStaysSameTier && request.toolFollowup);
-  if (rulesDecide && asksBinding && client.sessionId !== undefined) {
-    const bound = scheduler.boundBackend(client.sessionId);
+  if (rulesDecide && asksBinding && sessionId !== undefined) {
+    const bound = scheduler.boundBackend(sessionId);
     sessionTier = bound === undefined ? undefined : registry.get(bound)?.tier;
   }
   return chooseTier(

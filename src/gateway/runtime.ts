@@ -1,4 +1,5 @@
-// The live parts of a running gateway, as the request handlers see them (built and rewired by gateway.ts).
+// A running gateway's parts: services built once at start, and the live snapshot (settings and what is built
+// from them) that a reload swaps whole. Handlers name the parts they use (Pick<GatewayParts, ...>).
 import type { Logger } from "pino";
 import type { ResponseOwners } from "../affinity/response-owners.js";
 import type { AffinityScheduler } from "../affinity/scheduler.js";
@@ -7,39 +8,35 @@ import type { BudgetStore } from "../admission/budget-store.js";
 import type { ReplicatedBindings } from "../affinity/replicated-bindings.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
-import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { TierClassifier } from "../routing/tier-classifier.js";
-import type { TierRouterSettings } from "../routing/tier-router.js";
-import type { AdaptationSettings } from "./adaptation/responses-tools.js";
 import type { AttemptEnv } from "./attempt.js";
 import type { AttemptTracker } from "./attempt-tracker.js";
-import type { ApiKeyEntry } from "./client-auth.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
+import type { GatewaySettings } from "./settings.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 
-/** Settings derived once per config (load or reload), in the units the request path uses. */
-export interface RuntimeSettings {
-  config: GatewayConfig;
-  tiers: TierRouterSettings;
-  maxBodyBytes: number;
-  maxAttempts: number;
-  firstByteTimeoutMs: number;
-  /** The first-byte timeout of streaming requests (their first chunk comes after prefill only). */
-  streamFirstByteTimeoutMs: number;
-  /** A streaming attempt without response headers after this long fails over (upstream.stream_headers_timeout_seconds). */
-  streamHeadersTimeoutMs: number;
-  /** A non-streaming answer is refused past this many bytes. */
-  maxResponseBytes: number;
-  requestTimeoutMs: number;
-  adminToken: string | undefined;
-  /** Client API keys by the hex SHA-256 of the key. */
-  apiKeys: ReadonlyMap<string, ApiKeyEntry>;
-  /** What the gateway changes in requests a stock engine would refuse (config `adaptation`). */
-  adaptation: AdaptationSettings;
+/**
+ * What one request reads once, at its start, and keeps to its end: a reload swaps the whole snapshot, so a
+ * request never sees half of one config and half of the next.
+ */
+export interface LiveState {
+  readonly settings: GatewaySettings;
+  /** The token budgets (a reload that changes a memory store's window starts a fresh one). */
+  readonly budgets: BudgetStore;
+  /** The LLM tier classifier, when routing.classifier.enabled (a fresh verdict cache per config). */
+  readonly classifier: TierClassifier | undefined;
+  /** What one attempt needs of the gateway, with this snapshot's timeouts. */
+  readonly attemptEnv: AttemptEnv;
 }
 
-export interface GatewayRuntime {
+/** The current live snapshot; only the gateway's reload replaces it. */
+export interface LiveCell {
+  readonly current: LiveState;
+}
+
+/** The services of a running gateway: each built once, none replaced by a reload (they are configured). */
+export interface GatewayParts {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly registry: BackendRegistry;
@@ -48,16 +45,11 @@ export interface GatewayRuntime {
   readonly pools: UpstreamPools;
   readonly metrics: GatewayMetrics;
   readonly attempts: AttemptTracker;
-  /** What one attempt needs of the gateway (reads the current settings, so a reload reaches it). */
-  readonly attemptEnv: AttemptEnv;
   /** The Responses API: which engine stores each response. */
   readonly responseOwners: ResponseOwners;
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
-  budgets: BudgetStore;
   /** Set when bindings are shared (affinity.store kind redis): loads a session's binding before routing. */
   readonly sharedBindings: ReplicatedBindings | undefined;
-  /** The LLM tier classifier, when routing.classifier.enabled. */
-  classifier: TierClassifier | undefined;
-  settings: RuntimeSettings;
+  readonly live: LiveCell;
 }

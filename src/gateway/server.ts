@@ -10,19 +10,35 @@ import {
 import type { Duplex } from "node:stream";
 import { GatewayError, toGatewayError, type ErrorCode } from "../core/errors.js";
 import { createRequestTracer } from "../tracing/request-tracer.js";
-import { handleAdmin, type AdminActions } from "./admin-handler.js";
-import { handleCompletion } from "./completion-handler.js";
+import { handleAdmin, type AdminActions, type AdminDeps } from "./admin-handler.js";
+import { handleCompletion, type CompletionDeps } from "./completion-handler.js";
 import { requireApiKey } from "./client-auth.js";
-import { handleStoredResponse, isStoredResponsePath } from "./stored-response-handler.js";
+import {
+  handleStoredResponse,
+  isStoredResponsePath,
+  type StoredResponseDeps,
+} from "./stored-response-handler.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
-import type { GatewayRuntime } from "./runtime.js";
+import type { GatewayParts, LiveState } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
 
 import { ClientClosedError } from "./client-closed.js";
 
 export { ClientClosedError };
 
-type Handler = (req: IncomingMessage, res: ServerResponse, ctx: RequestContext) => Promise<void>;
+/** A route's handler; `live` is the snapshot the request read at its start (it keeps it to its end). */
+type Handler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  ctx: RequestContext,
+  live: LiveState,
+) => Promise<void>;
+
+/** What the server and its handlers use of the gateway. */
+export type ServerDeps = CompletionDeps &
+  AdminDeps &
+  StoredResponseDeps &
+  Pick<GatewayParts, "clock" | "logger" | "metrics" | "registry" | "live">;
 
 /** Non-standard but widely understood: the client closed the connection before the response was complete. */
 const CLIENT_CLOSED_STATUS = 499;
@@ -63,18 +79,21 @@ export interface ServerSurface {
 }
 
 export function createGatewayServer(
-  rt: GatewayRuntime,
+  rt: ServerDeps,
   hooks: ServerHooks,
   surface: ServerSurface = { api: true, admin: true },
 ): Server {
   const routes = new Map<string, Handler>([
-    ["POST /v1/chat/completions", (req, res, ctx) => handleCompletion(rt, "chat", req, res, ctx)],
-    ["POST /v1/completions", (req, res, ctx) => handleCompletion(rt, "completions", req, res, ctx)],
-    ["POST /v1/responses", (req, res, ctx) => handleCompletion(rt, "responses", req, res, ctx)],
-    ["POST /v1/messages", (req, res, ctx) => handleCompletion(rt, "messages", req, res, ctx)],
+    ["POST /v1/chat/completions", (req, res, ctx, live) => handleCompletion(rt, live, "chat", req, res, ctx)],
+    [
+      "POST /v1/completions",
+      (req, res, ctx, live) => handleCompletion(rt, live, "completions", req, res, ctx),
+    ],
+    ["POST /v1/responses", (req, res, ctx, live) => handleCompletion(rt, live, "responses", req, res, ctx)],
+    ["POST /v1/messages", (req, res, ctx, live) => handleCompletion(rt, live, "messages", req, res, ctx)],
     [
       "POST /v1/messages/count_tokens",
-      (req, res, ctx) => handleCompletion(rt, "messages", req, res, ctx, true),
+      (req, res, ctx, live) => handleCompletion(rt, live, "messages", req, res, ctx, true),
     ],
     ["GET /v1/models", async (_req, res) => writeJson(res, 200, listModels(rt))],
     ["GET /healthz", async (_req, res) => writeJson(res, 200, { status: "ok" })],
@@ -90,7 +109,8 @@ export function createGatewayServer(
   ]);
   const knownPaths = new Set([...routes.keys()].map((key) => key.slice(key.indexOf(" ") + 1)));
 
-  const timeouts = clientTimeoutsMs(rt.settings.config.server);
+  const startSettings = rt.live.current.settings;
+  const timeouts = startSettings.clientTimeouts;
   const server = createServer(
     {
       keepAlive: true,
@@ -125,7 +145,7 @@ export function createGatewayServer(
     ),
   );
   // undefined when server.tracing is off: then each hook below is a no-op.
-  const tracer = createRequestTracer(rt.settings.config.server.tracing, rt.logger);
+  const tracer = createRequestTracer(startSettings.config.server.tracing, rt.logger);
   server.on("close", () => void tracer?.shutdown());
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -135,6 +155,7 @@ export function createGatewayServer(
     const query = url.indexOf("?");
     const path = query < 0 ? url : url.slice(0, query);
     const method = req.method ?? "GET";
+    const live = rt.live.current;
     const ctx: RequestContext = {
       requestId: validRequestId(req.headers["x-request-id"]) ?? randomUUID(),
       startedAtMs: rt.clock.nowMs(),
@@ -148,7 +169,7 @@ export function createGatewayServer(
     hooks.live.add(ctx);
     const deadline = setTimeout(
       () => cancelRequest(ctx, new GatewayError("upstream_timeout", "request deadline passed")),
-      rt.settings.requestTimeoutMs,
+      live.settings.requestTimeoutMs,
     );
     res.on("close", () => {
       clearTimeout(deadline);
@@ -166,7 +187,7 @@ export function createGatewayServer(
       checkFraming(req, method);
       // Authentication first: a /v1 request without a valid key learns nothing else (RFC 9110's 401).
       if (path === "/v1" || path.startsWith("/v1/"))
-        ctx.apiKey = requireApiKey(req.headersDistinct, rt.settings.apiKeys);
+        ctx.apiKey = requireApiKey(req.headersDistinct, live.settings.apiKeys);
       if (!hooks.accepting() && !DURING_SHUTDOWN.has(`${method} ${path}`))
         throw new GatewayError("shutting_down", "the gateway is shutting down", { retryAfterSeconds: 1 });
       // With server.admin_port, each port answers its own part (and /healthz, for the probes of either).
@@ -174,9 +195,9 @@ export function createGatewayServer(
       if (admin ? !surface.admin : !surface.api && path !== "/healthz")
         throw new GatewayError("not_found", `no route ${method} ${path} on this port`);
       const handler = routes.get(`${method} ${path}`);
-      if (handler !== undefined) await handler(req, res, ctx);
-      else if (admin) await handleAdmin(rt, hooks, req, res, path);
-      else if (isStoredResponsePath(path)) await handleStoredResponse(rt, req, res, ctx);
+      if (handler !== undefined) await handler(req, res, ctx, live);
+      else if (admin) await handleAdmin(rt, live, hooks, req, res, path);
+      else if (isStoredResponsePath(path)) await handleStoredResponse(rt, live, req, res, ctx);
       else if (knownPaths.has(path))
         throw new GatewayError("method_not_allowed", `${method} is not allowed on ${path}`);
       else throw new GatewayError("not_found", `no route ${method} ${path}`);
@@ -247,15 +268,6 @@ export function createGatewayServer(
   return server;
 }
 
-/** The client timeouts in whole milliseconds, as node's server wants them (2.01 s is 2009.999... ms in floats). */
-export function clientTimeoutsMs(server: {
-  headers_timeout_seconds: number;
-  receive_timeout_seconds: number;
-}): { headersMs: number; receiveMs: number } {
-  const headersMs = Math.max(1, Math.round(server.headers_timeout_seconds * 1000));
-  return { headersMs, receiveMs: Math.max(headersMs, Math.round(server.receive_timeout_seconds * 1000)) };
-}
-
 /** Codes of requests refused before any engine saw them (agentserve_rejections_total{reason}). */
 const REFUSALS = new Set<ErrorCode>([
   "budget_exceeded",
@@ -280,7 +292,7 @@ const REFUSALS = new Set<ErrorCode>([
 function answerClientError(
   err: NodeJS.ErrnoException,
   socket: Duplex,
-  rt: GatewayRuntime,
+  rt: Pick<GatewayParts, "metrics">,
   lingering: WeakSet<Duplex>,
 ): GatewayError | undefined {
   // A response of this connection already under way would get a status line in its middle (node's own
@@ -311,7 +323,7 @@ function answerClientError(
 function answerRaw(
   socket: Duplex,
   error: GatewayError,
-  rt: GatewayRuntime,
+  rt: Pick<GatewayParts, "metrics">,
   lingering?: WeakSet<Duplex>,
 ): void {
   rt.metrics.rejection(error.code);
@@ -395,7 +407,7 @@ function validRequestId(value: string | string[] | undefined): string | undefine
   return typeof value === "string" && /^[\x21-\x7e]{1,128}$/.test(value) ? value : undefined;
 }
 
-function listModels(rt: GatewayRuntime): unknown {
+function listModels(rt: Pick<GatewayParts, "clock" | "registry">): unknown {
   const created = Math.floor(rt.clock.nowMs() / 1000);
   return {
     object: "list",
@@ -410,7 +422,7 @@ function listModels(rt: GatewayRuntime): unknown {
 }
 
 /** Not ready from the moment a shutdown starts, so load balancers stop sending before connections close. */
-function readiness(rt: GatewayRuntime, res: ServerResponse, accepting: boolean): void {
+function readiness(rt: Pick<GatewayParts, "registry">, res: ServerResponse, accepting: boolean): void {
   const backends = [...rt.registry.all()].map((b) => ({ id: b.id, tier: b.tier, state: b.state }));
   const ready = accepting && rt.registry.anyAvailable();
   const status = !accepting ? "shutting down" : ready ? "ready" : "no healthy backend";

@@ -8,7 +8,7 @@ import { parseClientHeaders } from "./client-headers.js";
 import { engineErrorEnvelope } from "./engine-error.js";
 import type { RequestContext } from "./request-context.js";
 import { liveOwner } from "./response-chain.js";
-import type { GatewayRuntime } from "./runtime.js";
+import type { GatewayParts, LiveState } from "./runtime.js";
 import { classifyUpstreamError } from "./upstream-failure.js";
 
 /** A stored response is one turn's output: more than this from an engine is not an answer to relay. */
@@ -20,8 +20,12 @@ export function isStoredResponsePath(path: string): boolean {
   return RESPONSE_PATH.test(path);
 }
 
+/** What the stored-response routes use of the gateway. */
+export type StoredResponseDeps = Pick<GatewayParts, "registry" | "pools" | "responseOwners">;
+
 export async function handleStoredResponse(
-  rt: GatewayRuntime,
+  rt: StoredResponseDeps,
+  live: LiveState,
   req: IncomingMessage,
   res: ServerResponse,
   ctx: RequestContext,
@@ -65,8 +69,8 @@ export async function handleStoredResponse(
       path: `${basePath}/v1/responses/${encodeURIComponent(responseId)}${cancel ?? ""}${query}`,
       headers: backend.upstreamHeaders,
       signal: controller.signal,
-      headersTimeout: rt.settings.firstByteTimeoutMs,
-      bodyTimeout: rt.settings.firstByteTimeoutMs,
+      headersTimeout: live.settings.firstByteTimeoutMs,
+      bodyTimeout: live.settings.firstByteTimeoutMs,
     });
   } catch (err) {
     if (ctx.cancelReason !== undefined) throw ctx.cancelReason;

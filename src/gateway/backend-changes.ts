@@ -1,0 +1,92 @@
+// Backends going down, coming up, leaving and arriving: one way to retire a backend, whatever the cause.
+import type { Backend } from "../backends/backend.js";
+import type { BackendConfig } from "../config/schema.js";
+import type { HealthChecker } from "../backends/health-checker.js";
+import type { GatewayParts } from "./runtime.js";
+import type { AbandonReason } from "./upstream-failure.js";
+import type { GatewaySettings } from "./settings.js";
+
+export type RetireDeps = Pick<GatewayParts, "scheduler" | "slots" | "attempts">;
+
+/**
+ * What a backend that can no longer serve (down, ejected, removed from the config, gone from DNS) leaves
+ * behind is released: its sessions' bindings broken, its queued requests refused and its attempts in
+ * progress abandoned (each fails over). The counts are for the log line.
+ */
+export function retireBackend(
+  deps: RetireDeps,
+  backend: Pick<Backend, "id" | "tier">,
+  reason: Extract<AbandonReason, `backend ${string}`>,
+): { bindingsBroken: number; attemptsAbandoned: number } {
+  const bindingsBroken = deps.scheduler.onBackendDown(backend.id, backend.tier);
+  deps.slots.rejectWaiters(backend.id, reason);
+  const attemptsAbandoned = deps.attempts.abandon(backend.id, reason);
+  return { bindingsBroken, attemptsAbandoned };
+}
+
+/**
+ * Subscribes to the registry's health changes. The registry calls these listeners synchronously, inside
+ * recordOutcome and probe results: a request's failure that marks its engine down has retired it (bindings
+ * broken) before recordOutcome returns (the attempt loop relies on this order).
+ */
+export function watchBackendHealth(
+  deps: RetireDeps & Pick<GatewayParts, "registry" | "metrics" | "logger" | "clock">,
+): void {
+  const { registry, metrics, logger, clock, scheduler } = deps;
+  registry.onEjectionWithheld((backend, cause) => {
+    metrics.ejectionWithheld(backend.id);
+    logger.warn(
+      { backend: backend.id, cause },
+      "backend would be ejected but is the last available one of its tier: it keeps serving",
+    );
+  });
+  registry.onHealthChange(({ backend, to, cause, ejectedUntilMs }) => {
+    if (to === "down") {
+      const retired = retireBackend(deps, backend, "backend marked down");
+      if (ejectedUntilMs !== undefined) metrics.ejection(backend.id, cause);
+      logger.warn(
+        {
+          backend: backend.id,
+          cause,
+          ...retired,
+          ejectedForMs: ejectedUntilMs === undefined ? undefined : ejectedUntilMs - clock.nowMs(),
+        },
+        ejectedUntilMs === undefined ? "backend down" : "backend ejected",
+      );
+    } else {
+      const moved = scheduler.onBackendUp(backend.id, registry.tier(backend.tier));
+      logger.info({ backend: backend.id, cause, sessionsMovedBack: moved }, "backend up");
+    }
+  });
+}
+
+export type BackendChangeDeps = RetireDeps & Pick<GatewayParts, "registry" | "pools" | "metrics">;
+
+/**
+ * Makes the registry hold the config's static backends plus the discovered ones. A backend that left
+ * (the file, or DNS) is retired like an engine going down; one that arrived takes traffic only after its
+ * first probe succeeds (the registry keeps it down until then). Returns what changed, for the log.
+ */
+export function applyBackends(
+  deps: BackendChangeDeps,
+  health: HealthChecker,
+  settings: GatewaySettings,
+  discovered: readonly BackendConfig[],
+  wasDiscovered: ReadonlySet<string>,
+): string[] {
+  const changed: string[] = [];
+  const removed = deps.registry.reconfigure(
+    [...settings.config.backends, ...discovered],
+    settings.thresholds,
+  );
+  for (const backend of removed) {
+    const reason = wasDiscovered.has(backend.id) ? "backend left discovery" : "backend removed from config";
+    const { bindingsBroken } = retireBackend(deps, backend, reason);
+    deps.pools.drop(backend.id);
+    changed.push(`removed backend ${backend.id} (${bindingsBroken} bindings broken)`);
+  }
+  health.configure(settings.probe);
+  for (const backend of deps.registry.all()) deps.slots.pump(backend);
+  deps.metrics.initTiers(deps.registry.tiers());
+  return changed;
+}
