@@ -6,8 +6,9 @@ const USAGE_OPTION = Buffer.from('"stream_options":{"include_usage":true},');
 
 /**
  * Streams always ask the engine for its usage chunk (budgets and token metrics need it); the client gets
- * it only if it asked. The body is re-serialised only when the model id must change or the client set
- * stream_options without include_usage; otherwise the option is spliced into the raw bytes.
+ * it only if it asked. The body is re-serialised only when the model id must change, the budget lowered
+ * max_tokens, or the client set stream_options without include_usage; otherwise the option is spliced into
+ * the raw bytes.
  */
 export class UpstreamBodies {
   private readonly byModel = new Map<string, Buffer>();
