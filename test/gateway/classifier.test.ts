@@ -157,4 +157,65 @@ describe("the tier classifier", () => {
     expect(answer.json["x_agent_serve"]).toMatchObject({ tier: "small", tier_source: "auto_default" });
     expect(outcomes(await scrape(cluster.url))).toMatchObject({ unparseable: 1 });
   });
+
+  it("asks through the attempt loop: a failing engine of its tier is failed over and its health hears of it", async () => {
+    const engines = [...ENGINES, { id: "router-1", tier: "router", model: "sim-router" }];
+    cluster = await startCluster(engines, {
+      routing: { classifier: { enabled: true, tier: "router", timeout_ms: 60_000 } },
+    });
+    cluster.engines.get("router-0")!.setFault({ kind: "error_rate", rate: 1, status: 500 });
+    const registry = cluster.gateway.runtime.registry;
+    const prompts = Array.from({ length: 6 }, (_, i) => `question ${i}: which tier?`);
+    for (const prompt of prompts) {
+      const answer = await chat(cluster.url, {
+        model: "auto",
+        messages: [{ role: "user", content: prompt }],
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.json["x_agent_serve"]).toMatchObject({ tier_source: "classifier" });
+    }
+    // Every question was answered (router-1 answered those router-0 failed, as retries); router-0's failures
+    // reached its health as a request's would: it was ejected.
+    expect(outcomes(await scrape(cluster.url))).toMatchObject({ answered: prompts.length, error: 0 });
+    const text = await scrape(cluster.url);
+    expect(metricValue(text, "agentserve_retries_total", { tier: "router" })).toBeGreaterThan(0);
+    expect(
+      metricValue(text, "agentserve_backend_ejections_total", { backend: "router-0", cause: "request" }),
+    ).toBe(1);
+    expect(registry.get("router-0")!.state).toBe("down");
+    expect(registry.get("router-1")!.state).toBe("up");
+  });
+
+  it("refuses a classifier answer over upstream.max_response_bytes, like any engine answer", async () => {
+    // An engine whose verdict comes with a long tail: more bytes than the gateway accepts in an answer.
+    scripted = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/json" });
+        const body =
+          req.url === "/health"
+            ? {}
+            : {
+                choices: [{ index: 0, message: { role: "assistant", content: '{"tier":"big"}' } }],
+                padding: "x".repeat(4096),
+              };
+        res.end(JSON.stringify(body));
+      });
+    });
+    await new Promise<void>((resolve) => scripted!.listen(0, "127.0.0.1", () => resolve()));
+    const port = (scripted.address() as AddressInfo).port;
+    cluster = await startCluster(ENGINES, {
+      ...CLASSIFIER,
+      routing: { classifier: { enabled: true, tier: "router", timeout_ms: 60_000 } },
+      upstream: { max_response_bytes: 1024, max_attempts: 1 },
+    });
+    const backends = cluster.config.backends.map((b) =>
+      b.id === "router-0" ? { ...b, base_url: `http://127.0.0.1:${port}` } : b,
+    );
+    cluster.gateway.reload({ ...cluster.config, backends });
+    const answer = await chat(cluster.url, { model: "auto", messages: [{ role: "user", content: "long" }] });
+    expect(answer.status).toBe(200);
+    expect(answer.json["x_agent_serve"]).toMatchObject({ tier: "small", tier_source: "auto_default" });
+    expect(outcomes(await scrape(cluster.url))).toMatchObject({ error: 1, answered: 0 });
+  });
 });
