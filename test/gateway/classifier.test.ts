@@ -39,6 +39,28 @@ async function verdictOf(cluster: Cluster, question: string): Promise<string> {
   return (JSON.parse(json.choices[0]!.message.content) as { tier: string }).tier;
 }
 
+/** A scripted engine: answers /health with {} and every other request with `answer` (200, JSON). */
+async function scriptedEngine(answer: object): Promise<Server> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(req.url === "/health" ? {} : answer));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  return server;
+}
+
+/** The router tier's engine replaced by `engine` (a reload that changes its base_url). */
+function routerAt(cluster: Cluster, engine: Server): void {
+  const { port } = engine.address() as AddressInfo;
+  const backends = cluster.config.backends.map((b) =>
+    b.id === "router-0" ? { ...b, base_url: `http://127.0.0.1:${port}` } : b,
+  );
+  cluster.gateway.reload({ ...cluster.config, backends });
+}
+
 describe("the tier classifier", () => {
   let cluster: Cluster | undefined;
   let scripted: Server | undefined;
@@ -126,29 +148,11 @@ describe("the tier classifier", () => {
 
   it("falls back when the engine answers nonsense", async () => {
     // An engine that ignores the schema: a scripted server speaking the chat API with free text.
-    scripted = createServer((req, res) => {
-      req.resume();
-      req.on("end", () => {
-        res.writeHead(200, { "content-type": "application/json" });
-        const body =
-          req.url === "/health"
-            ? {}
-            : {
-                choices: [
-                  { index: 0, message: { role: "assistant", content: "maybe big?" }, finish_reason: "stop" },
-                ],
-              };
-        res.end(JSON.stringify(body));
-      });
+    scripted = await scriptedEngine({
+      choices: [{ index: 0, message: { role: "assistant", content: "maybe big?" }, finish_reason: "stop" }],
     });
-    await new Promise<void>((resolve) => scripted!.listen(0, "127.0.0.1", () => resolve()));
-    const port = (scripted.address() as AddressInfo).port;
     cluster = await startCluster(ENGINES, CLASSIFIER);
-    // The router tier's engine is replaced by the scripted one (a reload that changes its base_url).
-    const backends = cluster.config.backends.map((b) =>
-      b.id === "router-0" ? { ...b, base_url: `http://127.0.0.1:${port}` } : b,
-    );
-    cluster.gateway.reload({ ...cluster.config, backends });
+    routerAt(cluster, scripted);
     const answer = await chat(cluster.url, {
       model: "auto",
       messages: [{ role: "user", content: "nonsense" }],
@@ -188,31 +192,15 @@ describe("the tier classifier", () => {
 
   it("refuses a classifier answer over upstream.max_response_bytes, like any engine answer", async () => {
     // An engine whose verdict comes with a long tail: more bytes than the gateway accepts in an answer.
-    scripted = createServer((req, res) => {
-      req.resume();
-      req.on("end", () => {
-        res.writeHead(200, { "content-type": "application/json" });
-        const body =
-          req.url === "/health"
-            ? {}
-            : {
-                choices: [{ index: 0, message: { role: "assistant", content: '{"tier":"big"}' } }],
-                padding: "x".repeat(4096),
-              };
-        res.end(JSON.stringify(body));
-      });
+    scripted = await scriptedEngine({
+      choices: [{ index: 0, message: { role: "assistant", content: '{"tier":"big"}' } }],
+      padding: "x".repeat(4096),
     });
-    await new Promise<void>((resolve) => scripted!.listen(0, "127.0.0.1", () => resolve()));
-    const port = (scripted.address() as AddressInfo).port;
     cluster = await startCluster(ENGINES, {
-      ...CLASSIFIER,
       routing: { classifier: { enabled: true, tier: "router", timeout_ms: 60_000 } },
       upstream: { max_response_bytes: 1024, max_attempts: 1 },
     });
-    const backends = cluster.config.backends.map((b) =>
-      b.id === "router-0" ? { ...b, base_url: `http://127.0.0.1:${port}` } : b,
-    );
-    cluster.gateway.reload({ ...cluster.config, backends });
+    routerAt(cluster, scripted);
     const answer = await chat(cluster.url, { model: "auto", messages: [{ role: "user", content: "long" }] });
     expect(answer.status).toBe(200);
     expect(answer.json["x_agent_serve"]).toMatchObject({ tier: "small", tier_source: "auto_default" });
