@@ -82,7 +82,8 @@ export async function handleCompletion(
   let route: RouteDecision;
   let hold: BudgetHold | undefined;
   try {
-    route = await routeRequest(deps, live, admission.client, sessionId, request, conversation);
+    const routing = routeRequest(deps, live, admission.client, sessionId, request, conversation);
+    route = routing instanceof Promise ? await routing : routing;
     ctx.tier = route.tier;
     hold = await holding;
   } catch (err) {

@@ -26,27 +26,46 @@ export interface RouteDecision {
 /**
  * Decides where a request goes. Its hint and model are checked whatever decides (an unknown tier or model
  * is refused even when continuing a stored response); then a stored response's owner fixes the tier; else,
- * when the rules left it open, the classifier may choose (bounded by its timeout, never failing).
+ * when the rules left it open, the classifier may choose (bounded by its timeout, never failing). A promise
+ * only when something must be awaited (a shared binding, the classifier): the common request routes without
+ * a microtask of its own.
  */
-export async function routeRequest(
+export function routeRequest(
   deps: RouteDeps,
   live: Pick<LiveState, "settings" | "classifier">,
   client: ClientHeaders,
   sessionId: string | undefined,
   request: CompletionRequest,
   conversation: Conversation,
-): Promise<RouteDecision> {
+): RouteDecision | Promise<RouteDecision> {
   // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
   if (deps.sharedBindings !== undefined && sessionId !== undefined && deps.scheduler.affinityEnabled) {
-    await deps.sharedBindings.prepare(sessionId);
+    return deps.sharedBindings
+      .prepare(sessionId)
+      .then(() => decide(deps, live, client, sessionId, request, conversation));
   }
+  return decide(deps, live, client, sessionId, request, conversation);
+}
+
+function decide(
+  deps: RouteDeps,
+  live: Pick<LiveState, "settings" | "classifier">,
+  client: ClientHeaders,
+  sessionId: string | undefined,
+  request: CompletionRequest,
+  conversation: Conversation,
+): RouteDecision | Promise<RouteDecision> {
   const rules = routeTier(client, sessionId, request, deps.registry, deps.scheduler, live.settings.tiers);
   const { owner } = conversation;
   if (owner !== undefined) return { tier: owner.tier, source: rules.source, onlyBackend: owner.id };
   if (rules.source === "auto_default" && live.classifier !== undefined) {
-    const verdict = await live.classifier.classify(lastTurnText(request), rules.tier);
-    if (verdict.outcome === "answered" || verdict.outcome === "cached")
-      return { tier: verdict.tier, source: "classifier", onlyBackend: undefined };
+    return live.classifier
+      .classify(lastTurnText(request), rules.tier)
+      .then((verdict) =>
+        verdict.outcome === "answered" || verdict.outcome === "cached"
+          ? { tier: verdict.tier, source: "classifier", onlyBackend: undefined }
+          : { tier: rules.tier, source: rules.source, onlyBackend: undefined },
+      );
   }
   return { tier: rules.tier, source: rules.source, onlyBackend: undefined };
 }
