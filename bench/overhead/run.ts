@@ -95,6 +95,7 @@ const body = (stream: boolean): string =>
       { role: "user", content: "Summarise the plan in one line." },
     ],
     max_tokens: 16,
+    ignore_eos: true,
     stream,
   });
 
@@ -325,6 +326,7 @@ async function main(): Promise<void> {
     model: MODEL,
     messages: [{ role: "user", content: "go" }],
     max_tokens: 256,
+    ignore_eos: true,
     stream: true,
   });
   let worstGapMs = 0;
