@@ -155,6 +155,14 @@ describe("POST /v1/messages on the real engine", () => {
     // count_tokens through the gateway counts the prompt as the engine renders it.
     const counted = await anthropic.messages.countTokens({ model: MODEL, system: SYSTEM, messages });
     expect(counted.input_tokens).toBe(second.usage.input_tokens + second.usage.cache_read_input_tokens!);
+
+    // The engine's refusal reaches the SDK through the gateway as Anthropic's error.
+    const tooLong = anthropic.messages.create({ model: MODEL, max_tokens: 5000, system: SYSTEM, messages });
+    await expect(tooLong).rejects.toBeInstanceOf(Anthropic.BadRequestError);
+    await expect(tooLong).rejects.toMatchObject({
+      status: 400,
+      error: { type: "error", error: { type: "invalid_request_error" } },
+    });
   });
 
   it("renders tools, tool_use and tool_result blocks into the prompt, and refuses in Anthropic's envelope", async (context) => {
