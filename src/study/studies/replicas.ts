@@ -3,7 +3,7 @@
 import { GatewayError } from "../../core/errors.js";
 import { Pool } from "undici";
 import { pct, sec, simSeconds } from "../analysis.js";
-import { sendChatTurn } from "../chat-client.js";
+import { EXACT_LENGTH, sendChatTurn } from "../chat-client.js";
 import { GatewayFleet } from "../gateway-fleet.js";
 import { InterruptGuard } from "../interrupt-guard.js";
 import type { StudyOptions } from "../progress.js";
@@ -238,6 +238,7 @@ async function runStore(
           messages: s.history,
           maxTokens: s.plan.turns[s.sent]!.maxTokens,
           stream: true,
+          extraBody: EXACT_LENGTH,
           tierHint: TIER,
         },
         now,
