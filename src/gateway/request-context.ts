@@ -1,4 +1,6 @@
-// Per-request facts gathered along the way, for the one log line and the request metrics at the end.
+// A request's record: the facts its stages returned, for the one log line, the trace and the request metrics at
+// the end, and the one channel that cancels it. Stages return their decisions; the handler records them here.
+// The attempt loop records its attempts as they happen (a failed request's log line names them too).
 import type { AttemptAbort } from "./attempt-abort.js";
 import type { ApiKeyEntry } from "./client-auth.js";
 
