@@ -39,22 +39,13 @@ export function routeRequest(
   conversation: Conversation,
 ): RouteDecision | Promise<RouteDecision> {
   // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
+  // Once loaded, it is read like a local one: the request routes as it would without a shared store.
   if (deps.sharedBindings !== undefined && sessionId !== undefined && deps.scheduler.affinityEnabled) {
+    const local = { registry: deps.registry, scheduler: deps.scheduler, sharedBindings: undefined };
     return deps.sharedBindings
       .prepare(sessionId)
-      .then(() => decide(deps, live, client, sessionId, request, conversation));
+      .then(() => routeRequest(local, live, client, sessionId, request, conversation));
   }
-  return decide(deps, live, client, sessionId, request, conversation);
-}
-
-function decide(
-  deps: RouteDeps,
-  live: Pick<LiveState, "settings" | "classifier">,
-  client: ClientHeaders,
-  sessionId: string | undefined,
-  request: CompletionRequest,
-  conversation: Conversation,
-): RouteDecision | Promise<RouteDecision> {
   const rules = routeTier(client, sessionId, request, deps.registry, deps.scheduler, live.settings.tiers);
   const { owner } = conversation;
   if (owner !== undefined) return { tier: owner.tier, source: rules.source, onlyBackend: owner.id };
