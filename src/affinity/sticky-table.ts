@@ -11,7 +11,7 @@
 // the id strings would cost more than everything else together. Two live ids with the same 64-bit hash are
 // astronomically unlikely (~3e-8 among 1,000,000 live sessions) and could not be forced by a client without
 // the per-process key; even then the only effect is a session starting on another's engine with a cold cache.
-import { BROKEN, EXPIRED, type BindingLookup, type BindingStore } from "./binding-store.js";
+import { BROKEN, EXPIRED, type BindingLookup } from "./binding-store.js";
 import type { Hash64 } from "./hash.js";
 import { KeyedHasher } from "./keyed-hash.js";
 
@@ -36,7 +36,7 @@ const PLACEMENT_LO = 8;
 const BACKEND_PREV = 9;
 const BACKEND_NEXT = 10;
 
-export class StickyTable implements BindingStore {
+export class StickyTable {
   private readonly hasher: KeyedHasher;
   // The last id hashed, so the refresh or bind that follows a get() of the same id does not hash it again.
   private lastId: string | undefined;

@@ -178,7 +178,7 @@ describe.skipIf(redisTool.skip)("redis budget store fails open", () => {
     // Each check is a round trip to Redis (no sleep between them).
     await pollUntil(async () => (await b!.usage("x", 4)) === 500);
     expect(health.up).toBe(true);
-    expect(a!.pendingCharges).toBe(0);
+    expect(a!.pendingWrites).toBe(0);
   }, 30_000);
 });
 
