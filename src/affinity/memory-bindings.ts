@@ -9,11 +9,8 @@ import type {
 import type { Hash64 } from "./hash.js";
 import type { StickyTable } from "./sticky-table.js";
 
-/**
- * Applies a decision's effects to a table, in order; a break that broke a live binding is reported to
- * `broken`. Shared by the memory store and the Redis store's local view, so both apply effects alike.
- */
-export function applyToTable(
+/** Applies a decision's effects to a table, in order; a break that broke a live binding is reported to `broken`. */
+function applyToTable(
   table: StickyTable,
   effects: readonly BindingEffect[],
   nowMs: number,
