@@ -70,14 +70,7 @@ export class PlacementService {
     this.clock = options.clock;
     this.recorder = options.recorder;
     this.rebalanceOnRecovery = options.rebalanceOnRecovery ?? false;
-    this.settings = {
-      ttlMs: options.stickyTtlSeconds * 1000,
-      loadFactor: options.loadFactor,
-      sessionless: options.sessionless,
-      balancer: options.balancer,
-      policy: options.policy,
-      engineSignalMaxAgeMs: options.engineSignalMaxAgeMs ?? Infinity,
-    };
+    this.settings = placementSettings(options, options.engineSignalMaxAgeMs ?? Infinity, undefined);
     this.store.onBroken((tier, count) => this.recorder.broken(tier, count));
   }
 
@@ -93,15 +86,7 @@ export class PlacementService {
     const previous = this.settings;
     if (settings.stickyTtlSeconds <= 0 && previous.ttlMs > 0) this.store.clear();
     this.rebalanceOnRecovery = settings.rebalanceOnRecovery ?? false;
-    this.settings = {
-      ttlMs: settings.stickyTtlSeconds * 1000,
-      loadFactor: settings.loadFactor,
-      sessionless: settings.sessionless,
-      balancer: settings.balancer,
-      // A reload that keeps the policy and its settings keeps its index (its picture of the engines' caches).
-      policy: settings.policy?.key === previous.policy?.key ? previous.policy : settings.policy,
-      engineSignalMaxAgeMs: previous.engineSignalMaxAgeMs,
-    };
+    this.settings = placementSettings(settings, previous.engineSignalMaxAgeMs, previous.policy);
   }
 
   /**
@@ -204,4 +189,23 @@ export class PlacementService {
     }
     return moved;
   }
+}
+
+/**
+ * The decision's settings from the service's. A policy with the same settings as `previousPolicy` (a reload
+ * that keeps it) stays the same object, keeping its index (its picture of the engines' caches).
+ */
+function placementSettings(
+  settings: SchedulerSettings,
+  engineSignalMaxAgeMs: number,
+  previousPolicy: PlacementPolicy | undefined,
+): PlacementSettings {
+  return {
+    ttlMs: settings.stickyTtlSeconds * 1000,
+    loadFactor: settings.loadFactor,
+    sessionless: settings.sessionless,
+    balancer: settings.balancer,
+    policy: settings.policy?.key === previousPolicy?.key ? previousPolicy : settings.policy,
+    engineSignalMaxAgeMs,
+  };
 }

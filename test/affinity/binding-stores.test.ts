@@ -1,6 +1,7 @@
 // The shared binding store across replicas, each replica with its own store instance and placement service.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBalancer } from "../../src/affinity/balancers.js";
+import type { BindingStore } from "../../src/affinity/binding-store.js";
 import { BINDING_SCRIPTS, RedisBindings } from "../../src/affinity/redis-bindings.js";
 import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
 import { PlacementService } from "../../src/affinity/placement-service.js";
@@ -50,6 +51,20 @@ const subscriptions: RedisSubscription[] = [];
 let markerCounter = 0;
 let hashKeySeed = 1;
 
+/** One replica's placement service on `store`. */
+function placementService(store: BindingStore, clock: ManualClock, recorder: CountingRecorder) {
+  return new PlacementService({
+    store,
+    clock,
+    balancer: createBalancer("least_inflight", new SeededRandom(1)),
+    recorder,
+    stickyTtlSeconds: TTL_SECONDS,
+    // Plain rendezvous: these tests are about where bindings live, not about load (placement's suite).
+    loadFactor: 0,
+    sessionless: "balancer",
+  });
+}
+
 function makeBackends(): TestCandidate[] {
   return candidates(4);
 }
@@ -96,16 +111,7 @@ function redisFleet(n: number, invalidations = false): Fleet {
       remote,
       stickyTtlMs: TTL_SECONDS * 1000,
     });
-    const scheduler = new PlacementService({
-      store: shared,
-      clock,
-      balancer: createBalancer("least_inflight", new SeededRandom(1)),
-      recorder,
-      stickyTtlSeconds: TTL_SECONDS,
-      // Plain rendezvous: these tests are about where bindings live, not about load (placement's suite).
-      loadFactor: 0,
-      sessionless: "balancer",
-    });
+    const scheduler = placementService(shared, clock, recorder);
     let subscription: RedisSubscription | undefined;
     if (invalidations) {
       subscription = new RedisSubscription(
@@ -447,15 +453,11 @@ describe("memory binding store across replicas", () => {
     const recorder = new CountingRecorder();
     const [a, b] = Array.from({ length: 2 }, () => ({
       backends: makeBackends(),
-      scheduler: new PlacementService({
-        store: new MemoryBindingStore(new StickyTable(10_000, [hashKeySeed++, 7])),
+      scheduler: placementService(
+        new MemoryBindingStore(new StickyTable(10_000, [hashKeySeed++, 7])),
         clock,
-        balancer: createBalancer("least_inflight", new SeededRandom(1)),
         recorder,
-        stickyTtlSeconds: TTL_SECONDS,
-        loadFactor: 0,
-        sessionless: "balancer",
-      }),
+      ),
     }));
     const session = "s-memory";
     const winner = winnerOf(session, a!.backends);
