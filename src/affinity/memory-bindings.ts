@@ -33,8 +33,16 @@ function applyToTable(
 
 const IGNORE_BROKEN: BrokenListener = () => undefined;
 
+/** Resolved once: the memory store answers without waiting, and the hot path allocates no promise for it. */
+const DONE: Promise<void> = Promise.resolve();
+
+/**
+ * The memory store. The Redis store extends it: its table is then the replica's local view, which sweeps,
+ * moves and counts stay on.
+ */
 export class MemoryBindingStore implements BindingStore {
-  private broken: BrokenListener = IGNORE_BROKEN;
+  /** Where broken bindings are reported (the placement service's recorder). */
+  protected broken: BrokenListener = IGNORE_BROKEN;
 
   constructor(readonly table: StickyTable) {}
 
@@ -44,7 +52,7 @@ export class MemoryBindingStore implements BindingStore {
 
   apply(effects: readonly BindingEffect[], nowMs: number): Promise<void> {
     applyToTable(this.table, effects, nowMs, this.broken);
-    return Promise.resolve();
+    return DONE;
   }
 
   breakBackend(backendId: string, tier: string, nowMs: number): Promise<number> {

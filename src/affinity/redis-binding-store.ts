@@ -20,11 +20,9 @@ import {
   EXPIRED,
   type BindingEffect,
   type BindingLookup,
-  type BindingStore,
-  type BrokenListener,
   type LookupPurpose,
 } from "./binding-store.js";
-import type { Hash64 } from "./hash.js";
+import { MemoryBindingStore } from "./memory-bindings.js";
 import { UNAVAILABLE } from "../store/redis-link.js";
 import type { RedisSubscription } from "../store/redis-subscription.js";
 import { WriteBehind } from "../store/write-behind.js";
@@ -64,14 +62,11 @@ export function refreshToleranceMs(stickyTtlMs: number): number {
 
 const MAX_REFRESH_TOLERANCE_MS = 1000;
 
-const IGNORE_BROKEN: BrokenListener = () => undefined;
-
-export class RedisBindingStore implements BindingStore {
-  private readonly local: StickyTable;
+/** The memory store (its table is this replica's local view: sweep, moveSessions, countFor) plus Redis. */
+export class RedisBindingStore extends MemoryBindingStore {
   private readonly remote: RedisBindings;
   private readonly writes: WriteBehind<BindingWrite>;
   private stickyTtlMs: number;
-  private broken: BrokenListener = IGNORE_BROKEN;
   /** Sessions whose local binding matched Redis's at a lookup, with no invalidation since. */
   private readonly confirmed = new Set<string>();
   /** Bumped by every invalidation and loss: a lookup that saw it change while in flight confirms nothing. */
@@ -79,7 +74,7 @@ export class RedisBindingStore implements BindingStore {
   private subscription: RedisSubscription | undefined;
 
   constructor(options: RedisBindingStoreOptions) {
-    this.local = options.local;
+    super(options.local);
     this.remote = options.remote;
     this.stickyTtlMs = options.stickyTtlMs;
     this.remote.link.onReady(() => this.forgetConfirmed());
@@ -152,25 +147,25 @@ export class RedisBindingStore implements BindingStore {
    * routing a turn slides a live binding's TTL in the same script. When Redis does not answer, the local
    * table answers alone.
    */
-  async lookup(sessionId: string, nowMs: number, purpose: LookupPurpose): Promise<BindingLookup> {
+  override async lookup(sessionId: string, nowMs: number, purpose: LookupPurpose): Promise<BindingLookup> {
     const route = purpose === "route";
     if (route && this.confirmed.has(sessionId)) {
       // Nothing changed its routing since it was confirmed: the local binding is Redis's, and the TTL
       // slides by the decision's refresh (written when it moves the expiry past the tolerance).
-      const bound = this.local.get(sessionId, nowMs);
+      const bound = this.table.get(sessionId, nowMs);
       if (this.trustsConfirmed && typeof bound === "string") return bound;
       this.confirmed.delete(sessionId);
     }
     const generation = this.generation;
     const remote = await this.remote.lookup(sessionId, nowMs, route);
-    if (remote === UNAVAILABLE) return this.local.get(sessionId, nowMs);
+    if (remote === UNAVAILABLE) return this.table.get(sessionId, nowMs);
     switch (remote.state) {
       case "absent":
-        this.local.delete(sessionId);
+        this.table.delete(sessionId);
         return undefined;
       case "live":
       case "expired":
-        this.local.bind(sessionId, hashSession(sessionId), remote.backendId, remote.expiresAtMs, nowMs);
+        this.table.bind(sessionId, hashSession(sessionId), remote.backendId, remote.expiresAtMs, nowMs);
         if (remote.state === "expired") return EXPIRED;
         if (generation === this.generation && this.trustsConfirmed) {
           if (this.confirmed.size >= MAX_CONFIRMED) this.confirmed.clear();
@@ -180,21 +175,21 @@ export class RedisBindingStore implements BindingStore {
       case "broken":
         // The local table keeps it broken (so it says so while Redis is away) when it knows the backend;
         // a binding broken by a request failure no longer names it, and is forgotten locally.
-        this.local.delete(sessionId);
+        this.table.delete(sessionId);
         if (remote.backendId !== "") {
-          this.local.bind(sessionId, hashSession(sessionId), remote.backendId, nowMs + 1, nowMs);
-          this.local.breakBinding(sessionId, remote.backendId, nowMs);
+          this.table.bind(sessionId, hashSession(sessionId), remote.backendId, nowMs + 1, nowMs);
+          this.table.breakBinding(sessionId, remote.backendId, nowMs);
         }
         return BROKEN;
     }
   }
 
-  apply(effects: readonly BindingEffect[], nowMs: number): Promise<void> {
+  override apply(effects: readonly BindingEffect[], nowMs: number): Promise<void> {
     for (const effect of effects) {
       switch (effect.kind) {
         case "bind":
           this.confirmed.delete(effect.sessionId);
-          this.local.bind(effect.sessionId, effect.placement, effect.backendId, effect.expiresAtMs, nowMs);
+          this.table.bind(effect.sessionId, effect.placement, effect.backendId, effect.expiresAtMs, nowMs);
           this.writes.submit({
             kind: "write",
             sessionId: effect.sessionId,
@@ -208,7 +203,7 @@ export class RedisBindingStore implements BindingStore {
           break;
         case "break": {
           this.confirmed.delete(effect.sessionId);
-          const localCount = this.local.breakBinding(effect.sessionId, effect.backendId, nowMs) ? 1 : 0;
+          const localCount = this.table.breakBinding(effect.sessionId, effect.backendId, nowMs) ? 1 : 0;
           // Sent even when the local table did not hold it: another replica's binding to the failed
           // backend is Redis's to break (the script breaks only a live binding to that backend, once).
           this.writes.submit({ ...effect, atMs: nowMs, localCount });
@@ -227,55 +222,33 @@ export class RedisBindingStore implements BindingStore {
    * copy may be lost: a restarted Redis is empty) the refresh is written back like every other decision.
    */
   private refresh(sessionId: string, expiresAtMs: number, nowMs: number): void {
-    const backendId = this.local.get(sessionId, -Infinity);
-    const sharedExpiresAtMs = this.local.expiryOf(sessionId);
+    const backendId = this.table.get(sessionId, -Infinity);
+    const sharedExpiresAtMs = this.table.expiryOf(sessionId);
     if (
       typeof backendId === "string" &&
       sharedExpiresAtMs !== undefined &&
       this.remote.link.up &&
       Math.abs(expiresAtMs - sharedExpiresAtMs) <= refreshToleranceMs(this.stickyTtlMs)
     ) {
-      this.local.refresh(sessionId, sharedExpiresAtMs); // most recently used; the expiry Redis holds
+      this.table.refresh(sessionId, sharedExpiresAtMs); // most recently used; the expiry Redis holds
       return;
     }
-    this.local.refresh(sessionId, expiresAtMs);
+    this.table.refresh(sessionId, expiresAtMs);
     if (typeof backendId !== "string") return;
     this.writes.submit({ kind: "write", sessionId, backendId, expiresAtMs, atMs: nowMs });
   }
 
-  breakBackend(backendId: string, tier: string, nowMs: number): Promise<number> {
+  override breakBackend(backendId: string, tier: string, nowMs: number): Promise<number> {
     this.forgetConfirmed();
-    const localCount = this.local.breakBackend(backendId, nowMs);
+    const localCount = this.table.breakBackend(backendId, nowMs);
     this.writes.submit({ kind: "breakBackend", backendId, tier, atMs: nowMs, localCount });
     return Promise.resolve(localCount);
   }
 
-  /** Local only: Redis collects its own keys (their PX), and the local table is this replica's cache. */
-  sweep(nowMs: number, maxEntries: number): Promise<number> {
-    return Promise.resolve(this.local.sweep(nowMs, maxEntries));
-  }
-
-  /** Local only: the config refuses rebalance_on_backend_recovery with a shared store. */
-  moveSessions(
-    fromBackendId: string,
-    toBackendId: string,
-    nowMs: number,
-    shouldMove: (placement: Hash64) => boolean,
-  ): Promise<number> {
-    return Promise.resolve(this.local.moveSessions(fromBackendId, toBackendId, nowMs, shouldMove));
-  }
-
-  countFor(backendId: string): number {
-    return this.local.countFor(backendId);
-  }
-
-  clear(): void {
+  /** Local only (a reload turned affinity off): Redis's bindings lapse by themselves. */
+  override clear(): void {
     this.forgetConfirmed();
-    this.local.clear();
-  }
-
-  onBroken(listener: BrokenListener): void {
-    this.broken = listener;
+    this.table.clear();
   }
 
   /** Resolves true once the shared store answers, false after `timeoutMs` (then the replica decides alone). */
