@@ -165,12 +165,8 @@ export class RedisBindings {
 
   /** What Redis holds of a session; with `refresh`, a live binding's TTL slides from nowMs (same round trip). */
   async lookup(sessionId: string, nowMs: number, refresh: boolean): Promise<RemoteBinding | Unavailable> {
-    const ttlMs = Math.max(1, Math.ceil(this.ttlMs));
-    const reply = await this.link.run(
-      LOOKUP,
-      [this.prefix + "b:" + sessionId],
-      [Math.floor(nowMs), this.prefix, refresh ? ttlMs : 0, ttlMs, sessionId],
-    );
+    const { script, keys, args } = this.lookupCall(sessionId, nowMs, refresh);
+    const reply = await this.link.run(script, keys, args);
     if (reply === UNAVAILABLE) return UNAVAILABLE;
     if (!Array.isArray(reply)) return { state: "absent" };
     const [state, backendId, expires] = reply as string[];
@@ -179,6 +175,16 @@ export class RedisBindings {
     return state === "live"
       ? { state: "live", backendId: backendId!, expiresAtMs }
       : { state: "expired", backendId: backendId!, expiresAtMs };
+  }
+
+  /** The lookup's script call; its reply is nil or {state, backend[, expiresAtMs]}. */
+  lookupCall(sessionId: string, nowMs: number, refresh: boolean): ScriptCall {
+    const ttlMs = Math.max(1, Math.ceil(this.ttlMs));
+    return {
+      script: LOOKUP,
+      keys: [this.prefix + "b:" + sessionId],
+      args: [Math.floor(nowMs), this.prefix, refresh ? ttlMs : 0, ttlMs, sessionId],
+    };
   }
 
   /** Binds (or refreshes) a session unless a newer decision stands; its reply is 1 if written. */
