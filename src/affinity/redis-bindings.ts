@@ -33,7 +33,7 @@ end
 /**
  * KEYS: b:<session>. ARGV: nowMs, prefix, ttlMs, graceMs, session. Returns nil | {"live", backend, exp} |
  * {"expired", backend, exp} | {"broken", backend}. With ttlMs > 0 (the request path) a live binding's TTL
- * slides here, in the same round trip: the turn is about to be served by it (the scheduler's refresh that
+ * slides here, in the same round trip: the turn is about to be served by it (the decision's refresh that
  * follows is then not written again, see RedisBindingStore). A binding written after nowMs (by
  * a replica whose clock runs ahead) is left as it is. ttlMs = 0 only reads (the admin view).
  */
