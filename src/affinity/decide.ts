@@ -137,7 +137,7 @@ export function decidePlacement<T extends SchedulingCandidate>(
       reason = "rebind_tier_changed";
     } else if (pinned.state !== "down" && !exclude.has(pinned.id)) {
       const refresh: readonly BindingEffect[] = [{ kind: "refresh", sessionId, expiresAtMs }];
-      // The hit path: a free slot (always, under uniform load) means no pipeline, no allocation.
+      // The hit path: a free slot (always, under uniform load) means no pipeline.
       if (settings.loadFactor > 0 && !hasFreeSlot(pinned)) {
         const spill = spillTarget(settings, sessionId, input);
         if (spill !== undefined) {
