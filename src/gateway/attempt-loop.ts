@@ -1,5 +1,6 @@
 // Stage 4 of a completion: pick a backend, take a slot, run one attempt, fail over to the next on failure.
-import type { AffinityScheduler, PlacementHints } from "../affinity/scheduler.js";
+import type { PlacementHints } from "../affinity/decide.js";
+import type { LookedUp, PlacementService } from "../affinity/placement-service.js";
 import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
 import type { Backend } from "../backends/backend.js";
 import type { BackendRegistry } from "../backends/registry.js";
@@ -24,7 +25,7 @@ export interface AttemptLoopDeps {
   readonly clock: Clock;
   readonly logger: { warn(fields: object, message: string): void };
   readonly registry: BackendRegistry;
-  readonly scheduler: AffinityScheduler;
+  readonly scheduler: PlacementService;
   readonly slots: BackendSlots;
   readonly pools: UpstreamPools;
   readonly metrics: GatewayMetrics;
@@ -56,6 +57,8 @@ export interface RoutedRequest {
   onlyBackend: string | undefined;
   /** What placement reads of the body (the prompt prefix's key, computed only if read). */
   placement: PlacementHints;
+  /** The session's binding as routing looked it up (PlacementService.lookup): the first attempt places by it. */
+  binding?: LookedUp;
   /** What the gateway changed for the engine, and how to restore its answers for the client. */
   adaptation?: Adaptation | undefined;
 }
@@ -98,7 +101,16 @@ export async function runAttemptLoop(
       request.onlyBackend === undefined
         ? tierBackends
         : tierBackends.filter((b) => b.id === request.onlyBackend);
-    const selection = deps.scheduler.selectBackend(sessionId, tier, candidates, exclude, request.placement);
+    // Later attempts look the binding up again: the failure broke it, or another turn may have moved it.
+    const binding = ctx.attempts === 0 ? request.binding : undefined;
+    const selection = await deps.scheduler.place(
+      sessionId,
+      tier,
+      candidates,
+      exclude,
+      request.placement,
+      binding,
+    );
     if (selection === undefined) break;
     const { backend } = selection;
     ctx.attempts++;
@@ -167,7 +179,7 @@ export async function runAttemptLoop(
       if (!(err instanceof AttemptFailure) || committed) throw err;
       lastFailure = err;
       exclude.add(backend.id);
-      attemptFailed(deps, sessionId, tier, backend, err.healthSignal);
+      await attemptFailed(deps, sessionId, tier, backend, err.healthSignal);
       const cause = err.cause instanceof Error ? err.cause.message : undefined;
       deps.logger.warn(
         { reqId: ctx.requestId, backend: backend.id, err: err.message, cause },
@@ -193,19 +205,20 @@ export async function runAttemptLoop(
 }
 
 /**
- * A failed attempt's two consequences, in this order. The session's binding to the backend is broken first;
- * then the failure counts against the backend's health. outcomes.failed() may mark the backend down, and the
- * registry tells its listeners synchronously, inside that call: the backend is retired (its bindings broken,
- * see backend-changes.ts) before it returns. Breaking the session's binding first means that retirement does
- * not find it, so it is counted once (as this failure's), never twice.
+ * A failed attempt's two consequences, in this order. The session's binding to the backend is broken first
+ * (awaited); then the failure counts against the backend's health. outcomes.failed() may mark the backend
+ * down, and the registry tells its listeners synchronously, inside that call: the backend is retired (every
+ * binding to it broken in the local view, see backend-changes.ts) before it returns. Breaking the session's
+ * binding first means that retirement does not find it, so it is counted once (as this failure's), never
+ * twice.
  */
-function attemptFailed(
+async function attemptFailed(
   deps: Pick<AttemptLoopDeps, "scheduler" | "outcomes">,
   sessionId: string | undefined,
   tier: string,
   backend: Backend,
   healthSignal: boolean,
-): void {
-  deps.scheduler.onAttemptFailed(sessionId, tier, backend.id);
+): Promise<void> {
+  await deps.scheduler.onAttemptFailed(sessionId, tier, backend.id);
   if (healthSignal) deps.outcomes.failed(backend);
 }

@@ -10,14 +10,15 @@ export type RetireDeps = Pick<GatewayParts, "scheduler" | "slots" | "attempts">;
 
 /**
  * What a backend that can no longer serve (down, ejected, removed from the config, gone from DNS) leaves
- * behind is released: its sessions' bindings broken, its queued requests refused and its attempts in
- * progress abandoned (each fails over). The counts are for the log line.
+ * behind is released: its sessions' bindings broken (in the local view at once; a shared store's write
+ * follows), its queued requests refused and its attempts in progress abandoned (each fails over). The
+ * counts are for the log line.
  */
 export function retireBackend(
   deps: RetireDeps,
   backend: Pick<Backend, "id" | "tier">,
   reason: Extract<AbandonReason, `backend ${string}`>,
-): { bindingsBroken: number; attemptsAbandoned: number } {
+): { bindingsBroken: Promise<number>; attemptsAbandoned: number } {
   const bindingsBroken = deps.scheduler.onBackendDown(backend.id, backend.tier);
   deps.slots.rejectWaiters(backend.id, reason);
   const attemptsAbandoned = deps.attempts.abandon(backend.id, reason);
@@ -42,20 +43,19 @@ export function watchBackendHealth(
   });
   registry.onHealthChange(({ backend, to, cause, ejectedUntilMs }) => {
     if (to === "down") {
-      const retired = retireBackend(deps, backend, "backend marked down");
+      const { bindingsBroken, attemptsAbandoned } = retireBackend(deps, backend, "backend marked down");
       if (ejectedUntilMs !== undefined) metrics.ejection(backend.id, cause);
-      logger.warn(
-        {
-          backend: backend.id,
-          cause,
-          ...retired,
-          ejectedForMs: ejectedUntilMs === undefined ? undefined : ejectedUntilMs - clock.nowMs(),
-        },
-        ejectedUntilMs === undefined ? "backend down" : "backend ejected",
+      const ejectedForMs = ejectedUntilMs === undefined ? undefined : ejectedUntilMs - clock.nowMs();
+      void bindingsBroken.then((broken) =>
+        logger.warn(
+          { backend: backend.id, cause, bindingsBroken: broken, attemptsAbandoned, ejectedForMs },
+          ejectedUntilMs === undefined ? "backend down" : "backend ejected",
+        ),
       );
     } else {
-      const moved = scheduler.onBackendUp(backend.id, registry.tier(backend.tier));
-      logger.info({ backend: backend.id, cause, sessionsMovedBack: moved }, "backend up");
+      void scheduler
+        .onBackendUp(backend.id, registry.tier(backend.tier))
+        .then((moved) => logger.info({ backend: backend.id, cause, sessionsMovedBack: moved }, "backend up"));
     }
   });
 }
@@ -81,9 +81,10 @@ export function applyBackends(
   );
   for (const backend of removed) {
     const reason = wasDiscovered.has(backend.id) ? "backend left discovery" : "backend removed from config";
-    const { bindingsBroken } = retireBackend(deps, backend, reason);
+    const held = deps.scheduler.bindingsOf(backend.id);
+    void retireBackend(deps, backend, reason).bindingsBroken;
     deps.pools.drop(backend.id);
-    changed.push(`removed backend ${backend.id} (${bindingsBroken} bindings broken)`);
+    changed.push(`removed backend ${backend.id} (its ${held} bindings broken)`);
   }
   health.configure(settings.probe);
   for (const backend of deps.registry.all()) deps.slots.pump(backend);

@@ -2,6 +2,7 @@
 // admit -> parse -> route -> attempt loop -> answer and settle. Each stage lives in its own file, takes only
 // what it needs and returns what it decided.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { LookedUp } from "../affinity/placement-service.js";
 import { GatewayError } from "../core/errors.js";
 import { adaptRequest } from "./adaptation/adapt-request.js";
 import { admit, reserveBudget, streamedUsage, type BudgetHold } from "./admit.js";
@@ -81,8 +82,20 @@ export async function handleCompletion(
   // 3. Route: one decision (tier, and the one engine a continued conversation must reach).
   let route: RouteDecision;
   let hold: BudgetHold | undefined;
+  let binding: LookedUp;
   try {
-    const routing = routeRequest(deps, live, admission.client, sessionId, request, conversation);
+    // The session's binding (with a shared store, as every replica sees it), looked up once for the turn:
+    // routing reads it and the first attempt's placement decides by it.
+    binding = await deps.scheduler.lookup(sessionId);
+    const routing = routeRequest(
+      deps,
+      live,
+      admission.client,
+      sessionId,
+      request,
+      conversation,
+      binding.binding,
+    );
     route = routing instanceof Promise ? await routing : routing;
     ctx.tier = route.tier;
     hold = await holding;
@@ -122,6 +135,7 @@ export async function handleCompletion(
         messages: endpoint === "messages",
         onlyBackend: route.onlyBackend,
         placement: request,
+        binding,
       },
       res,
       ctx,

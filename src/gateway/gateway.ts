@@ -6,7 +6,7 @@ import type { BudgetStore } from "../admission/budget-store.js";
 import { DnsDiscovery, dnsLookup, type EngineLookup } from "../backends/dns-discovery.js";
 import type { EngineLoadPoller } from "../backends/engine-load-poller.js";
 import type { HealthChecker } from "../backends/health-checker.js";
-import type { StickyTable } from "../affinity/sticky-table.js";
+import type { BindingStore } from "../affinity/binding-store.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import { SeededRandom, type Random } from "../core/random.js";
@@ -93,7 +93,7 @@ export class Gateway {
   private readonly loadPoller: EngineLoadPoller;
   private readonly discovery: DnsDiscovery;
   private discoveredIds: ReadonlySet<string> = new Set<string>();
-  private readonly table: StickyTable;
+  private readonly bindingStore: BindingStore;
   private readonly random: Random;
   private readonly sweepTimer: NodeJS.Timeout;
   private accepting = true;
@@ -119,7 +119,7 @@ export class Gateway {
     });
     this.health = wired.health;
     this.loadPoller = wired.loadPoller;
-    this.table = wired.table;
+    this.bindingStore = wired.bindingStore;
     this.live = { current: liveStateFrom(wired.settings, wired.budgets, wired.parts) };
     this.parts = { ...wired.parts, live: this.live };
     watchBackendHealth(this.parts);
@@ -155,7 +155,10 @@ export class Gateway {
       : undefined;
     this.connections = new ConnectionGuard(this.server, maxConnectionsOf(config, this.fileLimit));
     this.requests.watch(this.server);
-    this.sweepTimer = setInterval(() => this.table.sweep(clock.nowMs(), SWEEP_BATCH), SWEEP_INTERVAL_MS);
+    this.sweepTimer = setInterval(
+      () => void this.bindingStore.sweep(clock.nowMs(), SWEEP_BATCH),
+      SWEEP_INTERVAL_MS,
+    );
     this.sweepTimer.unref();
   }
 

@@ -1,6 +1,6 @@
 // Stage 3 of a completion: one routing decision (the tier, and the one engine a continued Responses
 // conversation must reach) from the hint, the model, the rules, the stored response's owner and the classifier.
-import type { AffinityScheduler } from "../affinity/scheduler.js";
+import type { BindingLookup } from "../affinity/binding-store.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import {
   chooseTier,
@@ -13,7 +13,7 @@ import { lastTurnText, type CompletionRequest } from "./completion-request.js";
 import type { Conversation } from "./response-chain.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 
-export type RouteDeps = Pick<GatewayParts, "registry" | "scheduler" | "sharedBindings">;
+export type RouteDeps = Pick<GatewayParts, "registry">;
 
 /** Where a request goes: its tier, why, and the one backend that must answer it (if one must). */
 export interface RouteDecision {
@@ -26,9 +26,9 @@ export interface RouteDecision {
 /**
  * Decides where a request goes. Its hint and model are checked whatever decides (an unknown tier or model
  * is refused even when continuing a stored response); then a stored response's owner fixes the tier; else,
- * when the rules left it open, the classifier may choose (bounded by its timeout, never failing). A promise
- * only when something must be awaited (a shared binding, the classifier): the common request routes without
- * a microtask of its own.
+ * when the rules left it open, the classifier may choose (bounded by its timeout, never failing). `binding`
+ * is the session's binding as this turn looked it up (a bound session keeps its tier). A promise only when
+ * the classifier is asked: the common request routes without a microtask of its own.
  */
 export function routeRequest(
   deps: RouteDeps,
@@ -37,16 +37,9 @@ export function routeRequest(
   sessionId: string | undefined,
   request: CompletionRequest,
   conversation: Conversation,
+  binding: BindingLookup,
 ): RouteDecision | Promise<RouteDecision> {
-  // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
-  // Once loaded, it is read like a local one: the request routes as it would without a shared store.
-  if (deps.sharedBindings !== undefined && sessionId !== undefined && deps.scheduler.affinityEnabled) {
-    const local = { registry: deps.registry, scheduler: deps.scheduler, sharedBindings: undefined };
-    return deps.sharedBindings
-      .prepare(sessionId)
-      .then(() => routeRequest(local, live, client, sessionId, request, conversation));
-  }
-  const rules = routeTier(client, sessionId, request, deps.registry, deps.scheduler, live.settings.tiers);
+  const rules = routeTier(client, sessionId, request, deps.registry, binding, live.settings.tiers);
   const { owner } = conversation;
   if (owner !== undefined) return { tier: owner.tier, source: rules.source, onlyBackend: owner.id };
   if (rules.source === "auto_default" && live.classifier !== undefined) {
@@ -67,7 +60,7 @@ export function routeTier(
   sessionId: string | undefined,
   request: CompletionRequest,
   registry: BackendRegistry,
-  scheduler: AffinityScheduler,
+  binding: BindingLookup,
   settings: TierRouterSettings,
 ): TierDecision {
   // The session's current tier matters only when the rules decide: a hint or an explicit model does not ask.
@@ -77,8 +70,7 @@ export function routeTier(
   const asksBinding =
     settings.sessionStaysSameTier || (settings.toolFollowupStaysSameTier && request.toolFollowup);
   if (rulesDecide && asksBinding && sessionId !== undefined) {
-    const bound = scheduler.boundBackend(sessionId);
-    sessionTier = bound === undefined ? undefined : registry.get(bound)?.tier;
+    sessionTier = typeof binding === "string" ? registry.get(binding)?.tier : undefined;
   }
   return chooseTier(
     {

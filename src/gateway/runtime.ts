@@ -2,10 +2,10 @@
 // from them) that a reload swaps whole. Handlers name the parts they use (Pick<GatewayParts, ...>).
 import type { Logger } from "pino";
 import type { ResponseOwners } from "../affinity/response-owners.js";
-import type { AffinityScheduler } from "../affinity/scheduler.js";
+import type { PlacementService } from "../affinity/placement-service.js";
 import type { BackendSlots } from "../admission/backend-slots.js";
 import type { BudgetStore } from "../admission/budget-store.js";
-import type { ReplicatedBindings } from "../affinity/replicated-bindings.js";
+import type { RedisBindingStore } from "../affinity/redis-binding-store.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -40,7 +40,8 @@ export interface GatewayParts {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly registry: BackendRegistry;
-  readonly scheduler: AffinityScheduler;
+  /** The placement service (affinity/placement-service.ts): binding lookups, placements, their effects. */
+  readonly scheduler: PlacementService;
   readonly slots: BackendSlots;
   readonly pools: UpstreamPools;
   readonly metrics: GatewayMetrics;
@@ -49,7 +50,7 @@ export interface GatewayParts {
   readonly responseOwners: ResponseOwners;
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
-  /** Set when bindings are shared (affinity.store kind redis): loads a session's binding before routing. */
-  readonly sharedBindings: ReplicatedBindings | undefined;
+  /** Set when bindings are shared (affinity.store kind redis): its link's health, flush and close. */
+  readonly sharedBindings: RedisBindingStore | undefined;
   readonly live: LiveCell;
 }

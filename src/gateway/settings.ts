@@ -2,7 +2,7 @@
 import type { BudgetSettings } from "../admission/token-budgets.js";
 import type { QueueSettings } from "../admission/backend-slots.js";
 import type { ResponseOwnerSettings } from "../affinity/response-owners.js";
-import type { SessionlessMode } from "../affinity/scheduler.js";
+import type { SessionlessMode } from "../affinity/decide.js";
 import type { LoadPollSettings } from "../backends/engine-load-poller.js";
 import type { ProbeSettings } from "../backends/health-checker.js";
 import type { HealthThresholds } from "../backends/health-state.js";

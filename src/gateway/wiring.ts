@@ -8,9 +8,11 @@ import { TokenBudgets } from "../admission/token-budgets.js";
 import { createBalancer } from "../affinity/balancers.js";
 import { createPolicy } from "../affinity/policies/create-policy.js";
 import { BINDING_SCRIPTS, RedisBindings } from "../affinity/redis-bindings.js";
-import { ReplicatedBindings } from "../affinity/replicated-bindings.js";
+import { RedisBindingStore } from "../affinity/redis-binding-store.js";
+import { MemoryBindingStore } from "../affinity/memory-bindings.js";
+import type { BindingStore } from "../affinity/binding-store.js";
 import { ResponseOwners } from "../affinity/response-owners.js";
-import { AffinityScheduler, type SchedulerSettings } from "../affinity/scheduler.js";
+import { PlacementService, type SchedulerSettings } from "../affinity/placement-service.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { missingApiKeyEnv } from "../backends/backend.js";
 import { EngineLoadPoller } from "../backends/engine-load-poller.js";
@@ -85,8 +87,8 @@ export interface Wired {
   /** The first snapshot's settings (its tiers are the registry's). */
   readonly settings: GatewaySettings;
   readonly budgets: BudgetStore;
-  /** This process's binding table (swept in the background). */
-  readonly table: StickyTable;
+  /** The binding store (swept in the background). */
+  readonly bindingStore: BindingStore;
   readonly health: HealthChecker;
   readonly loadPoller: EngineLoadPoller;
 }
@@ -112,21 +114,13 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
       })),
     queueDepth: () => slots.depth,
   });
-  const sharedBindings = createSharedBindings(config, { table, registry, metrics, clock, logger });
-  const scheduler = new AffinityScheduler({
+  const sharedBindings = createSharedBindings(config, { table, metrics, logger });
+  const bindingStore: BindingStore = sharedBindings ?? new MemoryBindingStore(table);
+  const scheduler = new PlacementService({
     ...schedulerSettingsOf(settings, random),
-    store: sharedBindings ?? table,
+    store: bindingStore,
     clock,
-    // With a shared store, broken bindings are counted by the replica whose script broke them.
-    recorder:
-      sharedBindings === undefined
-        ? metrics
-        : {
-            hit: (tier) => metrics.hit(tier),
-            miss: (tier) => metrics.miss(tier),
-            spill: (tier) => metrics.spill(tier),
-            broken: () => undefined,
-          },
+    recorder: metrics,
   });
   const pools = new UpstreamPools(settings.pools);
   const parts = {
@@ -147,26 +141,20 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     parts,
     settings,
     budgets: createBudgetStore(settings, metrics, logger),
-    table,
+    bindingStore,
     health: new HealthChecker(registry, settings.probe),
     loadPoller: new EngineLoadPoller(registry, clock, settings.loadPoll),
   };
 }
 
-/** With affinity.store kind redis: the table replicated through Redis (invalidations subscribed). */
+/** With affinity.store kind redis: the binding store in Redis, this process's table its local view. */
 function createSharedBindings(
   config: GatewayConfig,
-  deps: {
-    table: StickyTable;
-    registry: BackendRegistry;
-    metrics: GatewayMetrics;
-    clock: Clock;
-    logger: Logger;
-  },
-): ReplicatedBindings | undefined {
+  deps: { table: StickyTable; metrics: GatewayMetrics; logger: Logger },
+): RedisBindingStore | undefined {
   const storeConfig = config.affinity.store;
   if (storeConfig.kind !== "redis") return undefined;
-  const { table, registry, metrics, clock, logger } = deps;
+  const { table, metrics, logger } = deps;
   const connection = redisConnection(storeConfig);
   const link = new RedisLink({
     ...connection,
@@ -178,14 +166,7 @@ function createSharedBindings(
   });
   const stickyTtlMs = config.affinity.sticky_ttl_seconds * 1000;
   const remote = new RedisBindings(link, storeConfig.key_prefix, stickyTtlMs);
-  const replicated = new ReplicatedBindings({
-    local: table,
-    remote,
-    recorder: metrics,
-    tierOf: (backendId) => registry.get(backendId)?.tier,
-    nowMs: () => clock.nowMs(),
-    stickyTtlMs,
-  });
+  const replicated = new RedisBindingStore({ local: table, remote, stickyTtlMs });
   replicated.useInvalidations(
     new RedisSubscription(
       connection.url,

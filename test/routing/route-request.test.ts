@@ -1,6 +1,5 @@
 // The routing stage: one decision from the rules, a stored response's owner and the classifier, in that order.
 import { describe, expect, it } from "vitest";
-import type { AffinityScheduler } from "../../src/affinity/scheduler.js";
 import { BackendRegistry } from "../../src/backends/registry.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { parseConfig } from "../../src/config/load.js";
@@ -21,9 +20,7 @@ const config = parseConfig(
 );
 const registry = new BackendRegistry(config.backends, settingsFrom(config, []).thresholds);
 const settings = settingsFrom(config, registry.tiers());
-// Routing reads two things of the scheduler: whether affinity is on, and a session's bound backend.
-const scheduler = { affinityEnabled: true, boundBackend: () => undefined } as unknown as AffinityScheduler;
-const deps = { registry, scheduler, sharedBindings: undefined };
+const deps = { registry };
 
 /** A classifier whose engine always says `tier`, counting the questions it was asked. */
 function classifierSaying(tier: string): { classifier: TierClassifier; asked: () => number } {
@@ -59,6 +56,7 @@ describe("routeRequest", () => {
       undefined,
       chatBody({ messages: [{ role: "user", content: "hi" }] }),
       NO_OWNER,
+      undefined,
     );
     expect(decision).toEqual({ tier: "small", source: "auto_default", onlyBackend: undefined });
   });
@@ -73,6 +71,7 @@ describe("routeRequest", () => {
       undefined,
       chatBody({ messages: [{ role: "user", content: "hard" }] }),
       NO_OWNER,
+      undefined,
     );
     expect(open).toEqual({ tier: "big", source: "classifier", onlyBackend: undefined });
     const byModel = routeRequest(
@@ -82,6 +81,7 @@ describe("routeRequest", () => {
       undefined,
       chatBody({ model: "m-small", messages: [{ role: "user", content: "hi" }] }),
       NO_OWNER,
+      undefined,
     );
     expect(byModel).toEqual({ tier: "small", source: "model", onlyBackend: undefined });
     expect(asked()).toBe(1);
@@ -97,6 +97,7 @@ describe("routeRequest", () => {
       "s-1",
       chatBody({ messages: [{ role: "user", content: "more" }] }),
       { sessionKey: "s-1", owner },
+      undefined,
     ) as RouteDecision;
     expect(decision).toEqual({ tier: "big", source: "auto_default", onlyBackend: "big-0" });
     expect(asked()).toBe(0);
@@ -111,11 +112,23 @@ describe("routeRequest", () => {
         client,
         "s-1",
         chatBody({ model: "nope", messages: [{ role: "user", content: "hi" }] }),
-        {
-          sessionKey: "s-1",
-          owner,
-        },
+        { sessionKey: "s-1", owner },
+        undefined,
       ),
     ).toThrow(/nope/);
+  });
+
+  it("keeps a bound session in its backend's tier when the rules decide", () => {
+    const long = "x".repeat(settings.tiers.promptLengthThreshold + 1);
+    const request = chatBody({ messages: [{ role: "user", content: long }] });
+    const live = { settings, classifier: undefined };
+    // Unbound, a long prompt goes to the long-prompt tier; bound to a small engine, it stays small.
+    expect(routeRequest(deps, live, client, "s-2", request, NO_OWNER, undefined)).toMatchObject({
+      tier: "big",
+    });
+    expect(routeRequest(deps, live, client, "s-2", request, NO_OWNER, "small-0")).toMatchObject({
+      tier: "small",
+      source: "auto_session",
+    });
   });
 });
