@@ -2,6 +2,7 @@
 import type { ServerResponse } from "node:http";
 import type { AffinityScheduler, PlacementHints } from "../affinity/scheduler.js";
 import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
+import type { FlowTicket } from "../admission/flow-queue/flow-ticket.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
@@ -55,6 +56,8 @@ export interface RoutedRequest {
   placement: PlacementHints;
   /** What the gateway changed for the engine, and how to restore its answers for the client. */
   adaptation?: Adaptation | undefined;
+  /** Its flow and band: who goes first when the engine is full (the gateway's own calls have none). */
+  flow?: FlowTicket | undefined;
 }
 
 /**
@@ -102,7 +105,7 @@ export async function runAttemptLoop(
     if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
     const waitStartedMs = deps.clock.nowMs();
     try {
-      const pending = deps.slots.acquire(backend, abort);
+      const pending = deps.slots.acquire(backend, abort, request.flow);
       if (pending !== undefined) await pending;
     } catch (err) {
       if (!(err instanceof SlotUnavailableError)) throw err;
@@ -110,7 +113,9 @@ export async function runAttemptLoop(
       exclude.add(backend.id);
       continue;
     } finally {
-      ctx.queueWaitMs += deps.clock.nowMs() - waitStartedMs;
+      const waitedMs = deps.clock.nowMs() - waitStartedMs;
+      ctx.queueWaitMs += waitedMs;
+      if (request.flow !== undefined) deps.metrics.flows.waited(request.flow.band, waitedMs / 1000);
     }
 
     let committed = false;
@@ -165,7 +170,7 @@ export async function runAttemptLoop(
         "attempt failed",
       );
     } finally {
-      deps.slots.release(backend);
+      deps.slots.release(backend, request.flow);
       if (relay !== undefined) ctx.generatedEvents = relay.generatedEvents;
     }
   }

@@ -3,7 +3,15 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
 import { adaptRequest } from "./adaptation/adapt-request.js";
-import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./admit.js";
+import { flowTicket, serviceTokens } from "../admission/flow-queue/flow-ticket.js";
+import {
+  admit,
+  estimatePromptTokens,
+  reserveBudget,
+  settle,
+  streamedUsage,
+  type BudgetHold,
+} from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
@@ -95,6 +103,15 @@ export async function handleCompletion(
     );
     throw err;
   }
+  // Who goes next when the engine is full: the request's flow (agent, else session) and priority band.
+  const flow = flowTicket(settings.config.admission, {
+    agentId: admission.agentId,
+    sessionId,
+    priority: admission.client.priority,
+    keyMaxPriority: ctx.apiKey?.maxPriority,
+    estimatedTokens: estimatePromptTokens(request),
+  });
+  ctx.band = flow.band;
   let usage: TokenUsage | undefined;
   try {
     const result = await runAttemptLoop(
@@ -120,6 +137,7 @@ export async function handleCompletion(
         messages: endpoint === "messages",
         onlyBackend: conversation.owner?.id,
         placement: request,
+        flow,
       },
       res,
       ctx,
@@ -136,13 +154,10 @@ export async function handleCompletion(
   } finally {
     // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended
     // before the engine's usage what it relayed.
-    settle(
-      admission,
-      rt.budgets,
-      hold,
-      usage ?? streamedUsage(request, ctx.generatedEvents),
-      rt.clock.nowMs(),
-    );
+    const used = usage ?? streamedUsage(request, ctx.generatedEvents);
+    settle(admission, rt.budgets, hold, used, rt.clock.nowMs());
+    rt.slots.charge(flow, serviceTokens(used));
+    rt.metrics.flows.served(flow.flow, serviceTokens(used));
   }
 }
 

@@ -13,6 +13,8 @@ import { ReplicatedBindings } from "../affinity/replicated-bindings.js";
 import { RedisSubscription } from "../store/redis-subscription.js";
 import type { BindingStore } from "../affinity/binding-store.js";
 import { BackendSlots } from "../admission/backend-slots.js";
+import { AttainedService } from "../admission/flow-queue/attained-service.js";
+import { attainedServiceSettingsOf, queueSettingsOf } from "../admission/queue-settings.js";
 import type { BudgetStore } from "../admission/budget-store.js";
 import { RedisBudgetStore } from "../admission/redis-budget-store.js";
 import { TokenBudgets, type BudgetSettings } from "../admission/token-budgets.js";
@@ -127,7 +129,12 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
     maxResponseBytes: config.upstream.max_response_bytes,
     requestTimeoutMs: config.upstream.request_timeout_seconds * 1000,
     adminToken: config.server.admin_token,
-    apiKeys: new Map(config.server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id }])),
+    apiKeys: new Map(
+      config.server.api_keys.map((key) => [
+        key.sha256,
+        { agentId: key.agent_id, maxPriority: key.max_priority },
+      ]),
+    ),
     adaptation: {
       flattenNamespaces: config.adaptation.flatten_namespaces,
       dropHostedTools: config.adaptation.drop_hosted_tools,
@@ -243,10 +250,10 @@ export class Gateway {
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? pino({ name: "agent-serve" });
     const registry = new BackendRegistry(config.backends, thresholdsOf(config), clock);
-    const slots = new BackendSlots({
-      maxQueueSize: config.admission.max_queue_size,
-      queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
-    });
+    const slots = new BackendSlots(
+      queueSettingsOf(config),
+      new AttainedService(attainedServiceSettingsOf(config), clock),
+    );
     const random = options.random ?? new SeededRandom(0x5eed);
     this.random = random;
     const store = new StickyTable(config.affinity.max_bindings, options.bindingHashKey ?? randomHashKey());
@@ -264,6 +271,7 @@ export class Gateway {
         })),
       queueDepth: () => slots.depth,
     });
+    metrics.flows.attach(slots, config.admission.scheduling.metrics_top_flows);
     const storeConfig = config.affinity.store;
     if (storeConfig.kind === "redis") {
       const connection = redisConnection(storeConfig);
@@ -522,10 +530,9 @@ export class Gateway {
       policy: createPolicy(config.affinity, this.random, engineSignalMaxAgeMs(config)),
     });
     rt.sharedBindings?.configure(config.affinity.sticky_ttl_seconds * 1000);
-    rt.slots.configure({
-      maxQueueSize: config.admission.max_queue_size,
-      queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
-    });
+    rt.slots.configure(queueSettingsOf(config));
+    rt.slots.service.configure(attainedServiceSettingsOf(config));
+    rt.metrics.flows.attach(rt.slots, config.admission.scheduling.metrics_top_flows);
     this.health.configure({
       intervalMs: config.health.probe_interval_seconds * 1000,
       timeoutMs: config.health.probe_timeout_seconds * 1000,

@@ -46,6 +46,17 @@ export class AttainedService {
     return value;
   }
 
+  /** Every remembered flow's service decayed to now (flows decayed to nothing left out): the active flows. */
+  activeValues(): number[] {
+    const nowMs = this.clock.nowMs();
+    const values: number[] = [];
+    for (const entry of this.flows.values()) {
+      const value = this.decayed(entry, nowMs);
+      if (value >= FORGOTTEN_BELOW) values.push(value);
+    }
+    return values;
+  }
+
   /** Adds service (weighted tokens; a negative amount corrects an estimate that was too high). */
   charge(flow: string, tokens: number): void {
     if (tokens === 0 || !Number.isFinite(tokens)) return;

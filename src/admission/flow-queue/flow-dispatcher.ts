@@ -103,6 +103,15 @@ export class FlowDispatcher<T extends FlowRequest> {
     return { granted: false, shed: victim };
   }
 
+  /**
+   * A request that could start at once (its engine has a slot, its flow is under its cap: the caller checked)
+   * takes the slot without entering the queue: nothing that could take that slot waits, so none is passed.
+   */
+  arriveStarted(target: SlotTarget, flow: string, capped: boolean): void {
+    target.inflight++;
+    if (capped) this.held.set(flow, this.heldBy(flow) + 1);
+  }
+
   /** A waiting request leaves (timeout, client gone); false if it was not waiting. */
   withdraw(item: T): boolean {
     if (!this.waiting.delete(item)) return false;
@@ -152,8 +161,7 @@ export class FlowDispatcher<T extends FlowRequest> {
   }
 
   private grant(item: T): void {
-    item.target.inflight++;
-    if (item.capped) this.held.set(item.flow, this.heldBy(item.flow) + 1);
+    this.arriveStarted(item.target, item.flow, item.capped);
   }
 
   private makeBands(): FlowPolicy<T>[] {
