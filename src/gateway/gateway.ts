@@ -14,6 +14,10 @@ import { RedisSubscription } from "../store/redis-subscription.js";
 import type { BindingStore } from "../affinity/binding-store.js";
 import { BackendSlots } from "../admission/backend-slots.js";
 import { AttainedService } from "../admission/flow-queue/attained-service.js";
+import {
+  RedisAttainedService,
+  sharedAttainedService,
+} from "../admission/flow-queue/redis-attained-service.js";
 import { attainedServiceSettingsOf, queueSettingsOf } from "../admission/queue-settings.js";
 import type { BudgetStore } from "../admission/budget-store.js";
 import { RedisBudgetStore } from "../admission/redis-budget-store.js";
@@ -26,7 +30,7 @@ import { DnsDiscovery, dnsLookup, type EngineLookup } from "../backends/dns-disc
 import { HealthChecker } from "../backends/health-checker.js";
 import type { HealthThresholds } from "../backends/health-state.js";
 import { BackendRegistry } from "../backends/registry.js";
-import { systemClock, type Clock } from "../core/clock.js";
+import { systemClock, systemTimers, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { BackendConfig, GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -241,6 +245,8 @@ export class Gateway {
   private address: AddressInfo | undefined;
   private readonly fileLimit = openFileLimit();
   private readonly connections: ConnectionGuard;
+  /** The flows' attained service shared through admission.store when it is Redis. */
+  private readonly sharedService: RedisAttainedService | undefined;
 
   private constructor(
     config: GatewayConfig,
@@ -272,6 +278,13 @@ export class Gateway {
       queueDepth: () => slots.depth,
     });
     metrics.flows.attach(slots, config.admission.scheduling.metrics_top_flows);
+    this.sharedService = sharedAttainedService(config, slots.service, {
+      clock,
+      timers: systemTimers,
+      logger,
+      // The budgets' store is the same Redis: its errors count there; its up gauge stays the budgets' link's.
+      health: { up: () => undefined, error: () => metrics.budgetStore.error() },
+    });
     const storeConfig = config.affinity.store;
     if (storeConfig.kind === "redis") {
       const connection = redisConnection(storeConfig);
@@ -679,6 +692,7 @@ export class Gateway {
     await this.runtime.sharedBindings?.close();
     await this.runtime.budgets.flush();
     await this.runtime.budgets.close();
+    await this.sharedService?.close();
     await closed;
     await adminClosed;
   }

@@ -78,6 +78,14 @@ export class AttainedService {
     return taken;
   }
 
+  /** Deltas a shared store could not take (it was away) are kept for the next try. */
+  returnUnsynced(deltas: ReadonlyMap<string, number>): void {
+    for (const [flow, tokens] of deltas) {
+      if (!this.unsynced.has(flow) && this.unsynced.size >= this.settings.maxFlows) continue;
+      this.unsynced.set(flow, (this.unsynced.get(flow) ?? 0) + tokens);
+    }
+  }
+
   /** The replicas' total for a flow (decayed to now by the store) replaces what this replica knew. */
   adopt(flow: string, value: number): void {
     if (!Number.isFinite(value) || value < 0) return;
