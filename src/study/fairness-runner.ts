@@ -23,6 +23,11 @@ export interface FairnessSpec {
   burstSize: number;
   batchPromptChars: number;
   batchReplyTokens: number;
+  /**
+   * Simulated seconds the batch agents run before the interactive agents start and the window opens: the
+   * engines are full and past their first prefills, so a short window is not charged the ramp.
+   */
+  batchLeadSeconds: number;
 }
 
 export interface FairnessRecord extends RequestRecord {
@@ -41,7 +46,8 @@ export interface ProgramRecord {
 export interface FairnessRun {
   records: FairnessRecord[];
   programs: ProgramRecord[];
-  /** When the last interactive task ended: the window throughput is measured over. */
+  /** When the interactive agents started and when the last of their tasks ended: throughput's window. */
+  windowStartMs: number;
   windowEndMs: number;
   /** Tokens the engines generated in the window (their own counters), when the study could read them. */
   windowTokens: number | undefined;
@@ -181,8 +187,10 @@ export async function runFairnessTraffic(options: {
     }
   };
 
-  const tokensBefore = await options.engineTokens?.();
   const batches = options.batch ? Array.from({ length: spec.batchAgents }, (_, j) => batch(j)) : [];
+  if (options.batch) await pause((spec.batchLeadSeconds * 1000) / timeScale);
+  const tokensBefore = await options.engineTokens?.();
+  const windowStartMs = now();
   await Promise.all(Array.from({ length: spec.interactiveAgents }, (_, i) => interactive(i)));
   const windowEndMs = now();
   // Token by token, calls still running included: counting only finished calls would favour long windows.
@@ -191,5 +199,5 @@ export async function runFairnessTraffic(options: {
   await Promise.all(batches);
   const windowTokens =
     tokensBefore === undefined || tokensAfter === undefined ? undefined : tokensAfter - tokensBefore;
-  return { records, programs, windowEndMs, windowTokens };
+  return { records, programs, windowStartMs, windowEndMs, windowTokens };
 }

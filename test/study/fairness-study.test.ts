@@ -42,6 +42,7 @@ describe("fairness numbers", () => {
         { agent: "interactive-0", task: 0, startMs: 0, endMs: 500 },
         { agent: "interactive-0", task: 1, startMs: 500, endMs: 1000 },
       ],
+      windowStartMs: 0,
       windowEndMs: 1000,
       windowTokens: undefined,
     };

@@ -56,6 +56,7 @@ export function fairnessSpec(options: StudyOptions, idPrefix: string): FairnessS
     burstSize: quick ? 4 : 12,
     batchPromptChars: quick ? 1_000 : 6_000,
     batchReplyTokens: quick ? 16 : 200,
+    batchLeadSeconds: quick ? 1 : 8,
   };
 }
 
@@ -82,8 +83,8 @@ export interface FairnessNumbers {
 export function fairnessNumbers(run: FairnessRun, timeScale: number): FairnessNumbers {
   const ok = run.records.filter((r) => r.status === 200 && r.ok);
   const interactive = ok.filter((r) => r.kind === "interactive");
-  const inWindow = ok.filter((r) => r.startMs + r.e2eMs <= run.windowEndMs);
-  const windowSeconds = simSeconds(run.windowEndMs, timeScale);
+  const inWindow = ok.filter((r) => r.startMs >= run.windowStartMs && r.startMs + r.e2eMs <= run.windowEndMs);
+  const windowSeconds = simSeconds(run.windowEndMs - run.windowStartMs, timeScale);
   const tokens = (list: readonly FairnessRecord[]): number =>
     list.reduce((n, r) => n + r.completionTokens, 0);
   const interactiveTokens = tokens(interactive);
@@ -217,7 +218,8 @@ export async function runFairnessStudy(options: StudyOptions): Promise<StudyResu
       `replies; beside them ${spec.batchAgents} batch agents (batch-N) fire bursts of ${spec.burstSize} sub-agent calls ` +
       `(${spec.batchReplyTokens}-token replies), the next burst as soon as one ends, so the engines stay full and ` +
       "requests wait at the gateway. Program latency is a task's time from its first call to its last reply, think " +
-      "times included; 'unloaded' runs the interactive agents alone. Throughput counts the tokens the engines generated (their vllm:generation_tokens_total) until the last interactive task ended, per simulated second; " +
+      `times included; 'unloaded' runs the interactive agents alone. The batch agents start ${spec.batchLeadSeconds} s ahead; throughput counts the tokens the engines generated (their ` +
+      "vllm:generation_tokens_total) from the interactive agents' start until their last task ended, per simulated second; " +
       "batch throughput is that less the interactive calls' tokens. Replies of exact length (ignore_eos); " +
       "fresh engines and gateway per condition.",
     seed: options.seed,
