@@ -19,6 +19,8 @@ export interface QueueSettings {
   bands?: number;
   /** Slots one agent may hold at once (default 0: no cap). */
   maxInflightPerAgent?: number;
+  /** The band of calls that name no ticket (the gateway's own, the tier classifier): default 0. */
+  defaultBand?: number;
 }
 
 /** What withdraws a waiter (the gateway's AttemptAbort): it tells its one listener why, at most once. */
@@ -47,14 +49,14 @@ const DEFAULT_SERVICE = { halfLifeMs: 120_000, maxFlows: 10_000 };
 export class BackendSlots {
   private readonly dispatcher: FlowDispatcher<Waiter>;
   /** The ticket of calls that name none (the gateway's own): default band, no cap, never charged. */
-  private readonly plain: FlowTicket;
+  private plain: FlowTicket;
 
   constructor(
     private settings: QueueSettings,
     readonly service: AttainedService = new AttainedService(DEFAULT_SERVICE, systemClock),
   ) {
     this.dispatcher = new FlowDispatcher<Waiter>(dispatcherSettings(settings), service);
-    this.plain = gatewayTicket(0);
+    this.plain = gatewayTicket(settings.defaultBand ?? 0);
   }
 
   get depth(): number {
@@ -77,6 +79,7 @@ export class BackendSlots {
 
   configure(settings: QueueSettings): void {
     this.settings = settings;
+    this.plain = gatewayTicket(settings.defaultBand ?? 0);
     this.start(this.dispatcher.configure(dispatcherSettings(settings)));
   }
 
@@ -171,7 +174,7 @@ export class BackendSlots {
    * service is corrected from the estimate charged when it started.
    */
   charge(ticket: FlowTicket, usedTokens: number): void {
-    if (ticket === this.plain || ticket.chargedTokens === 0) return;
+    if (ticket.chargedTokens === 0) return;
     this.service.charge(ticket.flow, (usedTokens - ticket.chargedTokens) / ticket.weight);
     ticket.chargedTokens = usedTokens;
   }

@@ -11,6 +11,7 @@ export function queueSettingsOf(config: GatewayConfig): QueueSettings {
     policy: admission.scheduling.policy,
     bands: admission.scheduling.bands,
     maxInflightPerAgent: admission.max_inflight_per_agent,
+    defaultBand: admission.scheduling.default_band,
   };
 }
 
