@@ -19,6 +19,8 @@ export class FlowMetrics {
   /** Tokens served per flow, least recently served first; bounded (a flow forgotten here leaves the metric). */
   private readonly servedTokens = new Map<string, number>();
   private readonly wait: Histogram<"band">;
+  /** The histogram's child per band, made once: prom-client would hash the label on every observe(). */
+  private readonly waitByBand: { observe(value: number): void }[] = [];
 
   constructor(registry: Registry) {
     // prom-client's collect() runs with the metric as `this`: the state it reads is reached through these.
@@ -77,7 +79,9 @@ export class FlowMetrics {
   }
 
   waited(band: number, seconds: number): void {
-    this.wait.observe({ band: String(band) }, seconds);
+    let child = this.waitByBand[band];
+    if (child === undefined) this.waitByBand[band] = child = this.wait.labels({ band: String(band) });
+    child.observe(seconds);
   }
 
   served(flow: string, tokens: number): void {

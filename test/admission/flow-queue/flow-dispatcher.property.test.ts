@@ -233,3 +233,31 @@ describe("FlowDispatcher", () => {
     expect(engine.queued).toBe(0);
   });
 });
+
+describe("FlowDispatcher.configure", () => {
+  it("re-orders the waiting requests under a new policy and clamps them into fewer bands", () => {
+    const service = new AttainedService({ halfLifeMs: 1000, maxFlows: 10 }, new ManualClock());
+    const d = new FlowDispatcher<FlowRequest>(
+      { policy: "fifo", bands: 3, maxWaiting: 10, maxInflightPerFlow: 0 },
+      service,
+    );
+    const engine: SlotTarget = { id: "e", maxInflight: 1, inflight: 1, queued: 0 };
+    const req = (flow: string, band: number): FlowRequest => ({
+      flow,
+      band,
+      seq: d.nextSeq(),
+      target: engine,
+      capped: false,
+    });
+    service.charge("heavy", 1000);
+    const heavy = req("heavy", 2);
+    const light = req("light", 1);
+    d.arrive(heavy);
+    d.arrive(light);
+    expect(
+      d.configure({ policy: "least-attained", bands: 1, maxWaiting: 10, maxInflightPerFlow: 0 }),
+    ).toEqual([]);
+    expect(d.waitingIn(0)).toBe(2);
+    expect(d.finish({ flow: "x", capped: false, target: engine })).toEqual([light]);
+  });
+});
