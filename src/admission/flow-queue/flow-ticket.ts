@@ -35,7 +35,7 @@ export interface FlowIdentity {
 }
 
 /**
- * The flow is the agent, else the session, else the anonymous flow. The band is the agent's configured band
+ * The flow is the agent, else the session (`session:<id>`), else the anonymous flow. The band is the agent's configured band
  * (else default_band); X-Priority replaces it, clamped to [0, the highest the key or config allows], and never
  * above the bands that exist. A client can always lower its own priority.
  */
@@ -52,7 +52,8 @@ export function flowTicket(admission: GatewayConfig["admission"], who: FlowIdent
       ? configured
       : Math.max(0, Math.min(who.priority, allowed, scheduling.bands - 1));
   return {
-    flow: who.agentId ?? who.sessionId ?? ANONYMOUS_FLOW,
+    // A session's flow is named apart from the agents', so a session id never shares an agent's service.
+    flow: who.agentId ?? (who.sessionId === undefined ? ANONYMOUS_FLOW : `session:${who.sessionId}`),
     band,
     capped: who.agentId !== undefined,
     weight: agent?.weight ?? 1,

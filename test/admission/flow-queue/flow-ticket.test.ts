@@ -35,7 +35,7 @@ describe("flowTicket", () => {
       capped: true,
       band: 1,
     });
-    expect(flowTicket(a, who({ sessionId: "s" }))).toMatchObject({ flow: "s", capped: false });
+    expect(flowTicket(a, who({ sessionId: "s" }))).toMatchObject({ flow: "session:s", capped: false });
     expect(flowTicket(a, who({}))).toMatchObject({ flow: "(anonymous)", capped: false });
   });
 
