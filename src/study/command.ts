@@ -53,7 +53,7 @@ studies:
   agents       coding-agent traffic (long growing sessions, sub-agent bursts): the client's own session
                signal vs prefix placement only vs least-loaded
   fairness     interactive agents beside sub-agent bursts on full engines: the flow scheduler's
-               fifo, fair and least-attained vs the interactive agents alone
+               fifo, fair and least-attained (also with a per-agent cap) vs the interactive agents alone
   all          every study above, one after the other
 
 flags:

@@ -64,11 +64,17 @@ describe("the fairness study, quick", () => {
       runId: "fairness-test",
       progress: silentProgress,
     });
-    expect(Object.keys(result.data)).toEqual(["unloaded", "fifo", "fair", "least-attained"]);
+    expect(Object.keys(result.data)).toEqual([
+      "unloaded",
+      "fifo",
+      "fair",
+      "least-attained",
+      "least-attained-cap",
+    ]);
     expect(result.checks.filter((c) => c.claim.endsWith("no failed request")).every((c) => c.passed)).toBe(
       true,
     );
-    expect(result.tables[0]!.rows).toHaveLength(4);
+    expect(result.tables[0]!.rows).toHaveLength(5);
     const loaded = result.data["fifo"] as { batchTokensPerSecond: number; requests: number };
     expect(loaded.batchTokensPerSecond).toBeGreaterThan(0);
   });

@@ -22,6 +22,8 @@ interface Condition {
   label: string;
   /** undefined: the interactive agents alone. */
   policy: FlowPolicyName | undefined;
+  /** admission.max_inflight_per_agent (default none). */
+  maxInflightPerAgent?: number;
 }
 
 const CONDITIONS: Condition[] = [
@@ -29,6 +31,12 @@ const CONDITIONS: Condition[] = [
   { name: "fifo", label: "fifo (first come, first served)", policy: "fifo" },
   { name: "fair", label: "fair (round-robin between agents)", policy: "fair" },
   { name: "least-attained", label: "least-attained (the default)", policy: "least-attained" },
+  {
+    name: "least-attained-cap",
+    label: "least-attained, max_inflight_per_agent 3",
+    policy: "least-attained",
+    maxInflightPerAgent: 3,
+  },
 ];
 
 const MAX_INFLIGHT = 4;
@@ -135,6 +143,7 @@ async function runCondition(
               default_token_budget: 1_000_000_000,
               queue_timeout_seconds: 3600,
               scheduling: { policy: condition.policy ?? "fifo" },
+              max_inflight_per_agent: condition.maxInflightPerAgent ?? 0,
             },
           },
           timeScale: options.timeScale,
@@ -193,13 +202,14 @@ export async function runFairnessStudy(options: StudyOptions): Promise<StudyResu
     passed: r.failed === 0,
     detail: `${r.failed}/${r.requests}`,
   }));
-  for (const r of results.filter((x) => x.name !== "unloaded")) {
+  // FIFO is the baseline the goals are measured against: its numbers are in the table, not checked.
+  for (const r of results.filter((x) => x.name !== "unloaded" && x !== fifo)) {
     checks.push({
       claim: `goal: ${r.name}: interactive program latency p95 within 1.5x of unloaded`,
       passed: slowdown(r) <= 1.5,
       detail: `${sec(r.programP95Seconds)} s vs ${sec(unloaded.programP95Seconds)} s (${slowdown(r).toFixed(2)}x)`,
     });
-    if (fifo !== undefined && r !== fifo) {
+    if (fifo !== undefined) {
       checks.push({
         claim: `goal: ${r.name}: total throughput within 5% of fifo's`,
         passed: throughputVsFifo(r) >= 0.95,
@@ -218,7 +228,7 @@ export async function runFairnessStudy(options: StudyOptions): Promise<StudyResu
       `replies; beside them ${spec.batchAgents} batch agents (batch-N) fire bursts of ${spec.burstSize} sub-agent calls ` +
       `(${spec.batchReplyTokens}-token replies), the next burst as soon as one ends, so the engines stay full and ` +
       "requests wait at the gateway. Program latency is a task's time from its first call to its last reply, think " +
-      `times included; 'unloaded' runs the interactive agents alone. The batch agents start ${spec.batchLeadSeconds} s ahead; throughput counts the tokens the engines generated (their ` +
+      `times included; 'unloaded' runs the interactive agents alone; the last condition adds admission.max_inflight_per_agent 3. The batch agents start ${spec.batchLeadSeconds} s ahead; throughput counts the tokens the engines generated (their ` +
       "vllm:generation_tokens_total) from the interactive agents' start until their last task ended, per simulated second; " +
       "batch throughput is that less the interactive calls' tokens. Replies of exact length (ignore_eos); " +
       "fresh engines and gateway per condition.",
