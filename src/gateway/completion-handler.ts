@@ -3,15 +3,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
 import { adaptRequest } from "./adaptation/adapt-request.js";
+import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./admit.js";
 import { flowTicket, serviceTokens } from "../admission/flow-queue/flow-ticket.js";
-import {
-  admit,
-  estimatePromptTokens,
-  reserveBudget,
-  settle,
-  streamedUsage,
-  type BudgetHold,
-} from "./admit.js";
+import { estimatePromptTokens } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
