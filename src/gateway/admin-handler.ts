@@ -66,8 +66,7 @@ export async function handleAdmin(
   if (parts.length === 3 && parts[1] === "sessions") {
     requireMethod(method, "GET");
     const sessionId = parts[2]!;
-    await rt.sharedBindings?.peek(sessionId); // the binding as every replica sees it (not refreshed)
-    const bound = rt.scheduler.boundBackend(sessionId);
+    const bound = await rt.scheduler.boundBackend(sessionId); // as every replica sees it (not refreshed)
     if (bound === undefined)
       throw new GatewayError("session_not_found", `session '${sessionId}' has no live binding`);
     const tier = rt.registry.get(bound)?.tier;

@@ -1,6 +1,6 @@
 // Every Prometheus metric of the gateway, declared once, in a registry of its own (no global state).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { AffinityRecorder } from "../affinity/scheduler.js";
+import type { AffinityRecorder } from "../affinity/placement-service.js";
 import type { EngineLoad } from "../backends/engine-load.js";
 import type { StoreHealthSink } from "../store/redis-link.js";
 import { FlowMetrics } from "./flow-metrics.js";
