@@ -98,10 +98,11 @@ export async function handleCompletion(
     );
     throw err;
   }
-  // Who goes next when the engine is full: the request's flow (agent, else session) and priority band.
+  // Who goes next when the engine is full: the request's flow (agent, else session) and priority band. The
+  // flow is the client's whole session, not its thread: a burst of sub-agents is one program's service.
   const flow = flowTicket(settings.config.admission, {
     agentId: admission.agentId,
-    sessionId,
+    sessionId: named?.clientId ?? sessionId,
     priority: admission.client.priority,
     keyMaxPriority: ctx.apiKey?.maxPriority,
     estimatedTokens: estimatePromptTokens(request),
