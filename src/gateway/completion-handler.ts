@@ -5,7 +5,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { LookedUp } from "../affinity/placement-service.js";
 import { GatewayError } from "../core/errors.js";
 import { adaptRequest } from "./adaptation/adapt-request.js";
-import { admit, reserveBudget, streamedUsage, type BudgetHold } from "./admit.js";
+import { flowTicket, serviceTokens } from "../admission/flow-queue/flow-ticket.js";
+import { admit, estimatePromptTokens, reserveBudget, streamedUsage, type BudgetHold } from "./admit.js";
 import { runAttemptLoop, type AttemptLoopDeps } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
@@ -108,6 +109,17 @@ export async function handleCompletion(
     throw err;
   }
 
+  // Who goes next when the engine is full: the request's flow (agent, else session) and priority band. The
+  // flow is the client's whole session, not its thread: a burst of sub-agents is one program's service.
+  const flow = flowTicket(settings.config.admission, {
+    agentId: admission.agentId,
+    sessionId: named?.clientId ?? sessionId,
+    priority: admission.client.priority,
+    keyMaxPriority: ctx.apiKey?.maxPriority,
+    estimatedTokens: estimatePromptTokens(request),
+  });
+  ctx.band = flow.band;
+
   // 4. Attempt, 5. answer (written by the answering attempt), then settle.
   let usage: TokenUsage | undefined;
   try {
@@ -136,6 +148,7 @@ export async function handleCompletion(
         onlyBackend: route.onlyBackend,
         placement: request,
         binding,
+        flow,
       },
       res,
       ctx,
@@ -152,7 +165,10 @@ export async function handleCompletion(
   } finally {
     // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended
     // before the engine's usage what it relayed.
-    hold?.settle(usage ?? streamedUsage(request, ctx.generatedEvents), clock.nowMs());
+    const used = usage ?? streamedUsage(request, ctx.generatedEvents);
+    hold?.settle(used, clock.nowMs());
+    deps.slots.charge(flow, serviceTokens(used));
+    deps.metrics.flows.served(flow.flow, serviceTokens(used));
   }
 }
 

@@ -6,6 +6,7 @@ import type { BudgetStore } from "../admission/budget-store.js";
 import { DnsDiscovery, dnsLookup, type EngineLookup } from "../backends/dns-discovery.js";
 import type { EngineLoadPoller } from "../backends/engine-load-poller.js";
 import type { HealthChecker } from "../backends/health-checker.js";
+import type { RedisAttainedService } from "../admission/flow-queue/redis-attained-service.js";
 import type { BindingStore } from "../affinity/binding-store.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
@@ -94,6 +95,8 @@ export class Gateway {
   private readonly discovery: DnsDiscovery;
   private discoveredIds: ReadonlySet<string> = new Set<string>();
   private readonly bindingStore: BindingStore;
+  /** The flows' attained service shared through admission.store when it is Redis. */
+  private readonly sharedService: RedisAttainedService | undefined;
   private readonly random: Random;
   private readonly sweepTimer: NodeJS.Timeout;
   private accepting = true;
@@ -120,6 +123,7 @@ export class Gateway {
     this.health = wired.health;
     this.loadPoller = wired.loadPoller;
     this.bindingStore = wired.bindingStore;
+    this.sharedService = wired.sharedService;
     this.live = { current: liveStateFrom(wired.settings, wired.budgets, wired.parts) };
     this.parts = { ...wired.parts, live: this.live };
     watchBackendHealth(this.parts);
@@ -302,6 +306,7 @@ export class Gateway {
       const { budgets } = this.live.current;
       await budgets.flush();
       await budgets.close();
+      await this.sharedService?.close();
     });
   }
 }

@@ -54,6 +54,8 @@ export function reloadGateway(
   parts.scheduler.configure(schedulerSettingsOf(settings, target.random));
   parts.sharedBindings?.configure(settings.scheduler.stickyTtlSeconds * 1000);
   parts.slots.configure(settings.queue);
+  parts.slots.service.configure(settings.attainedService);
+  parts.metrics.flows.attach(parts.slots, config.admission.scheduling.metrics_top_flows);
   target.health.configure(settings.probe);
   target.loadPoller.configure(settings.loadPoll);
   parts.responseOwners.configure(settings.responseOwners);

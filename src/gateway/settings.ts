@@ -1,6 +1,8 @@
 // The gateway's settings as one immutable snapshot, derived from a config by one pure function (start and reload).
 import type { BudgetSettings } from "../admission/token-budgets.js";
 import type { QueueSettings } from "../admission/backend-slots.js";
+import type { AttainedServiceSettings } from "../admission/flow-queue/attained-service.js";
+import { attainedServiceSettingsOf, queueSettingsOf } from "../admission/queue-settings.js";
 import type { ResponseOwnerSettings } from "../affinity/response-owners.js";
 import type { SessionlessMode } from "../affinity/decide.js";
 import type { LoadPollSettings } from "../backends/engine-load-poller.js";
@@ -45,7 +47,10 @@ export interface GatewaySettings {
   readonly probe: ProbeSettings;
   readonly loadPoll: LoadPollSettings;
   readonly thresholds: HealthThresholds;
+  /** The slot queue's and the flow scheduler's (admission.scheduling). */
   readonly queue: QueueSettings;
+  /** How the flows' attained service decays and how many flows it keeps. */
+  readonly attainedService: AttainedServiceSettings;
   readonly responseOwners: ResponseOwnerSettings;
   readonly budgets: BudgetSettings;
   readonly pools: PoolSettings;
@@ -71,7 +76,9 @@ export function settingsFrom(config: GatewayConfig, tiers: readonly string[]): G
     maxResponseBytes: upstream.max_response_bytes,
     requestTimeoutMs: upstream.request_timeout_seconds * 1000,
     adminToken: server.admin_token,
-    apiKeys: new Map(server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id }])),
+    apiKeys: new Map(
+      server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id, maxPriority: key.max_priority }]),
+    ),
     adaptation: {
       flattenNamespaces: config.adaptation.flatten_namespaces,
       dropHostedTools: config.adaptation.drop_hosted_tools,
@@ -99,10 +106,8 @@ export function settingsFrom(config: GatewayConfig, tiers: readonly string[]): G
         stallMs: engineIntervalMs > 0 ? health.stall_seconds * 1000 : 0,
       },
     },
-    queue: {
-      maxQueueSize: admission.max_queue_size,
-      queueTimeoutMs: admission.queue_timeout_seconds * 1000,
-    },
+    queue: queueSettingsOf(config),
+    attainedService: attainedServiceSettingsOf(config),
     responseOwners: { ttlMs: config.responses.ttl_seconds * 1000, maxEntries: config.responses.max_entries },
     budgets: {
       windowMs: admission.budget_window_seconds * 1000,

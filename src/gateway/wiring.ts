@@ -2,6 +2,11 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { BackendSlots } from "../admission/backend-slots.js";
+import { AttainedService } from "../admission/flow-queue/attained-service.js";
+import {
+  RedisAttainedService,
+  sharedAttainedService,
+} from "../admission/flow-queue/redis-attained-service.js";
 import type { BudgetStore } from "../admission/budget-store.js";
 import { RedisBudgetStore } from "../admission/redis-budget-store.js";
 import { TokenBudgets } from "../admission/token-budgets.js";
@@ -20,7 +25,7 @@ import { HealthChecker } from "../backends/health-checker.js";
 import { BackendRegistry } from "../backends/registry.js";
 import { ConfigError } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
-import type { Clock } from "../core/clock.js";
+import { systemTimers, type Clock } from "../core/clock.js";
 import type { Random } from "../core/random.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { redisConnection, redisEnvProblems } from "../store/redis-connection.js";
@@ -89,6 +94,8 @@ export interface Wired {
   readonly budgets: BudgetStore;
   /** The binding store (swept in the background). */
   readonly bindingStore: BindingStore;
+  /** The flows' attained service shared through admission.store when it is Redis (closed at shutdown). */
+  readonly sharedService: RedisAttainedService | undefined;
   readonly health: HealthChecker;
   readonly loadPoller: EngineLoadPoller;
 }
@@ -100,7 +107,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
   const initial = settingsFrom(config, []);
   const registry = new BackendRegistry(config.backends, initial.thresholds, clock);
   const settings = settingsFrom(config, registry.tiers());
-  const slots = new BackendSlots(settings.queue);
+  const slots = new BackendSlots(settings.queue, new AttainedService(settings.attainedService, clock));
   const table = new StickyTable(config.affinity.max_bindings, options.bindingHashKey);
   const metrics = new GatewayMetrics({
     backends: () =>
@@ -113,6 +120,14 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
         engineLoad: b.engineLoad,
       })),
     queueDepth: () => slots.depth,
+  });
+  metrics.flows.attach(slots, config.admission.scheduling.metrics_top_flows);
+  const sharedService = sharedAttainedService(config, slots.service, {
+    clock,
+    timers: systemTimers,
+    logger,
+    // The budgets' store is the same Redis: its errors count there; its up gauge stays the budgets' link's.
+    health: { up: () => undefined, error: () => metrics.budgetStore.error() },
   });
   const sharedBindings = createSharedBindings(config, { table, metrics, logger });
   const bindingStore: BindingStore = sharedBindings ?? new MemoryBindingStore(table);
@@ -142,6 +157,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     settings,
     budgets: createBudgetStore(settings, metrics, logger),
     bindingStore,
+    sharedService,
     health: new HealthChecker(registry, settings.probe),
     loadPoller: new EngineLoadPoller(registry, clock, settings.loadPoll),
   };
