@@ -1,0 +1,137 @@
+// One receipt per turn: the session's previous turn is read when the request arrives, the receipt is computed
+// once the engine's usage is known, and this turn is remembered for the next.
+import type { Hash64 } from "../affinity/hash.js";
+import type { Endpoint } from "../gateway/completion-request.js";
+import { fingerprintOf, type ConversationFingerprint } from "./fingerprint.js";
+import { nextEntry, type ReceiptMemory, type SessionReceipts } from "./receipt-memory.js";
+import { receiptOf, turnRecordOf, type Receipt, type TurnPlacement } from "./receipt-rules.js";
+
+export interface ReceiptSettings {
+  /** KV block size of the engines: only whole blocks are reusable (vLLM's default is 16 tokens). */
+  readonly blockTokens: number;
+}
+
+/** What a receipt needs of the engine's usage. */
+export interface ReceiptUsage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly cachedTokens: number;
+}
+
+/** What a request offers to be receipted: its body, and the key of its prompt prefix when it has no session. */
+export interface ReceiptRequest {
+  readonly endpoint: Endpoint;
+  readonly body: Record<string, unknown>;
+  readonly prefixKey: Hash64 | undefined;
+}
+
+export class TurnReceipts {
+  constructor(
+    readonly memory: ReceiptMemory,
+    private readonly settings: ReceiptSettings,
+    private readonly nowMs: () => number,
+  ) {}
+
+  /**
+   * Starts receipting a request: reads its session's (or its prefix key's) previous turn now, alongside
+   * routing. Undefined when there is nothing to receipt against (a text completion, no key).
+   */
+  begin(sessionId: string | undefined, request: ReceiptRequest): PendingReceipt | undefined {
+    const fingerprint = fingerprintOf(request.endpoint, request.body);
+    if (fingerprint === undefined) return undefined;
+    const key = sessionId ?? sessionlessKey(request.prefixKey);
+    if (key === undefined) return undefined;
+    return new PendingReceipt(
+      this.memory,
+      key,
+      fingerprint,
+      this.memory.read(key),
+      this.settings,
+      this.nowMs,
+    );
+  }
+
+  /** The session's last receipts (the admin API). */
+  recent(sessionId: string): Promise<SessionReceipts | undefined> {
+    return this.memory.read(sessionId);
+  }
+}
+
+/** The key of a request without a session: its prompt prefix's (the placement key of such requests). */
+function sessionlessKey(prefixKey: Hash64 | undefined): string | undefined {
+  if (prefixKey === undefined) return undefined;
+  return `prefix:${prefixKey.hi.toString(16).padStart(8, "0")}${prefixKey.lo.toString(16).padStart(8, "0")}`;
+}
+
+export class PendingReceipt {
+  private previous: SessionReceipts | undefined;
+  private loaded = false;
+  private computed: { receipt: Receipt; usage: ReceiptUsage; placement: TurnPlacement } | undefined;
+  private readonly reading: Promise<void>;
+
+  constructor(
+    private readonly memory: ReceiptMemory,
+    readonly key: string,
+    private readonly fingerprint: ConversationFingerprint,
+    reading: Promise<SessionReceipts | undefined>,
+    private readonly settings: ReceiptSettings,
+    private readonly nowMs: () => number,
+  ) {
+    this.reading = reading.then(
+      (entry) => {
+        this.previous = entry;
+        this.loaded = true;
+      },
+      () => {
+        this.loaded = true; // a store that failed: receipted as a new session
+      },
+    );
+  }
+
+  /**
+   * The receipt, synchronously, for the answer's body or its stream's last event; undefined in the rare case
+   * the previous turn is still being read when the engine has already answered (the log and metrics still
+   * get the receipt from settle()).
+   */
+  now(usage: ReceiptUsage, placement: TurnPlacement): Receipt | undefined {
+    if (!this.loaded) return undefined;
+    const done = this.computed;
+    if (done !== undefined && sameUsage(done.usage, usage) && samePlacement(done.placement, placement))
+      return done.receipt;
+    const receipt = receiptOf(
+      this.previous?.last,
+      this.fingerprint,
+      placement,
+      usage.cachedTokens,
+      this.settings.blockTokens,
+      this.nowMs(),
+    );
+    this.computed = { receipt, usage, placement };
+    return receipt;
+  }
+
+  /** The turn answered with this usage: its receipt, and the turn remembered for the next. */
+  async settle(
+    usage: ReceiptUsage,
+    placement: TurnPlacement,
+    responseId: string | undefined,
+  ): Promise<Receipt> {
+    await this.reading;
+    const receipt = this.now(usage, placement)!;
+    const record = turnRecordOf(this.fingerprint, usage, placement, responseId, this.nowMs());
+    this.memory.write(this.key, nextEntry(this.previous, record, receipt));
+    return receipt;
+  }
+}
+
+function samePlacement(a: TurnPlacement, b: TurnPlacement): boolean {
+  return a.backendId === b.backendId && a.tier === b.tier && a.reason === b.reason;
+}
+
+function sameUsage(a: ReceiptUsage, b: ReceiptUsage): boolean {
+  return (
+    a.promptTokens === b.promptTokens &&
+    a.completionTokens === b.completionTokens &&
+    a.cachedTokens === b.cachedTokens
+  );
+}
