@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
 import type { GatewayRuntime } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
+import { describeReceipts } from "../receipts/describe-receipts.js";
 
 export interface AdminActions {
   /** Re-reads and applies the config file; resolves to a short summary or rejects with the problems. */
@@ -66,17 +67,25 @@ export async function handleAdmin(
   if (parts.length === 3 && parts[1] === "sessions") {
     requireMethod(method, "GET");
     const sessionId = parts[2]!;
-    await rt.sharedBindings?.peek(sessionId); // the binding as every replica sees it (not refreshed)
+    // The binding as every replica sees it (not refreshed), and the session's last receipts.
+    const [, receipts] = await Promise.all([
+      rt.sharedBindings?.peek(sessionId),
+      rt.receipts.recent(sessionId),
+    ]);
     const bound = rt.scheduler.boundBackend(sessionId);
-    if (bound === undefined)
-      throw new GatewayError("session_not_found", `session '${sessionId}' has no live binding`);
-    const tier = rt.registry.get(bound)?.tier;
+    if (bound === undefined && receipts === undefined)
+      throw new GatewayError(
+        "session_not_found",
+        `session '${sessionId}' has no live binding and no receipts`,
+      );
+    const tier = bound === undefined ? undefined : rt.registry.get(bound)?.tier;
     return writeJson(res, 200, {
       session_id: sessionId,
-      backend_id: bound,
+      backend_id: bound ?? null,
       tier: tier ?? null,
       ranking:
         tier === undefined ? [] : rt.scheduler.ranking(sessionId, rt.registry.tier(tier)).map((b) => b.id),
+      ...describeReceipts(receipts),
     });
   }
   if (parts.length === 2 && parts[1] === "reload") {

@@ -19,6 +19,7 @@ import { SseRelay } from "./sse-relay.js";
 import type { StreamRelay } from "./stream-relay.js";
 import { AttemptFailure } from "./upstream-failure.js";
 import type { UpstreamPools } from "./upstream-pools.js";
+import type { PendingReceipt } from "../receipts/turn-receipts.js";
 
 /** The loop's collaborators (the gateway runtime provides them all). */
 export interface AttemptLoopDeps {
@@ -55,6 +56,8 @@ export interface RoutedRequest {
   placement: PlacementHints;
   /** What the gateway changed for the engine, and how to restore its answers for the client. */
   adaptation?: Adaptation | undefined;
+  /** The turn's route receipt in the making (src/receipts), when it is receipted. */
+  receipt?: PendingReceipt | undefined;
 }
 
 /**
@@ -143,6 +146,11 @@ export async function runAttemptLoop(
           readResponseId: request.responses,
           restoreBody: restorer === undefined ? undefined : (body) => restorer.body(body),
           upstreamHeaders: backend.upstreamHeaders,
+          receipt:
+            request.receipt === undefined
+              ? undefined
+              : (usage) =>
+                  request.receipt!.fields(usage, { backendId: backend.id, tier, reason: selection.reason }),
           onCommit: () => {
             committed = true;
           },

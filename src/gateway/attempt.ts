@@ -11,6 +11,7 @@ import {
   metadataMember,
   spliceMemberIntoJson,
   type AgentServeMetadata,
+  type ReceiptFields,
 } from "./response-metadata.js";
 import type { StreamRelay } from "./stream-relay.js";
 import { extractUsage, type TokenUsage } from "./usage.js";
@@ -72,6 +73,8 @@ export interface AttemptPlan {
   restoreBody?: ((body: Buffer) => Buffer) | undefined;
   /** Extra upstream request headers (an engine API key). */
   upstreamHeaders: Record<string, string>;
+  /** The route receipt of this attempt given the engine's usage (src/receipts), when the turn is receipted. */
+  receipt?: ((usage: TokenUsage) => ReceiptFields | undefined) | undefined;
 }
 
 export interface AttemptResult {
@@ -215,6 +218,9 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.chunks.length = 0;
       const restore = this.status === 200 ? this.plan.restoreBody : undefined;
       const body = restore === undefined ? engineBody : restore(engineBody);
+      const usage = this.status === 200 ? extractUsage(body) : undefined;
+      const receipt = usage === undefined ? undefined : this.plan.receipt?.(usage);
+      if (receipt !== undefined) this.plan.meta = { ...this.plan.meta, receipt };
       const json =
         this.status === 200 ? spliceMemberIntoJson(body, metadataMember(this.plan.meta)) : undefined;
       if (this.status === 200 && (json === undefined || !isJsonType(this.headers["content-type"]))) {
@@ -233,7 +239,6 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.writeBuffered(json ?? body);
       const result: AttemptResult = { status: this.status };
       if (this.status === 200) {
-        const usage = extractUsage(body);
         if (usage !== undefined) result.usage = usage;
         const responseId = this.plan.readResponseId ? responseIdOf(body) : undefined;
         if (responseId !== undefined) result.responseId = responseId;

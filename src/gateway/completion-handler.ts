@@ -60,6 +60,11 @@ export async function handleCompletion(
   ctx.sessionId = sessionId;
   ctx.sessionSource = sessionId === undefined ? undefined : (named?.source ?? "responses_chain");
   const client = { ...admission.client, sessionId };
+  // The receipt reads the session's previous turn now, alongside routing (src/receipts).
+  const receipt =
+    countTokens || !settings.config.affinity.receipts.enabled
+      ? undefined
+      : rt.receipts.begin(sessionId, request);
   // The budget hold starts now so that, with both stores in Redis, its round trip runs alongside the binding
   // lookup's instead of after it. A handler is attached at once (a refusal is awaited, and thrown, below).
   const holding = countTokens
@@ -120,6 +125,7 @@ export async function handleCompletion(
         messages: endpoint === "messages",
         onlyBackend: conversation.owner?.id,
         placement: request,
+        receipt,
       },
       res,
       ctx,
@@ -133,6 +139,11 @@ export async function handleCompletion(
     }
     usage = countTokens ? undefined : result.usage;
     if (usage !== undefined) rt.metrics.tokens(tier, usage);
+    if (usage !== undefined && receipt !== undefined && ctx.backend !== undefined) {
+      const placement = { backendId: ctx.backend, tier, reason: ctx.reason ?? "" };
+      ctx.receipt = await receipt.settle(usage, placement, result.responseId);
+      rt.metrics.receipt(ctx.receipt);
+    }
   } finally {
     // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended
     // before the engine's usage what it relayed.

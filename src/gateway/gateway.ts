@@ -17,6 +17,7 @@ import type { BudgetStore } from "../admission/budget-store.js";
 import { RedisBudgetStore } from "../admission/redis-budget-store.js";
 import { TokenBudgets, type BudgetSettings } from "../admission/token-budgets.js";
 import { RedisLink } from "../store/redis-link.js";
+import { createTurnReceipts } from "../receipts/create-receipts.js";
 import { missingApiKeyEnv } from "../backends/backend.js";
 import { ConfigError } from "../config/load.js";
 import { EngineLoadPoller, type LoadPollSettings } from "../backends/engine-load-poller.js";
@@ -364,6 +365,16 @@ export class Gateway {
       outcomes: new EngineOutcomes(registry, (id) => this.health.probeSoon(id)),
       budgets: createBudgetStore(config, metrics, logger),
       sharedBindings,
+      receipts: createTurnReceipts(config, {
+        nowMs: () => clock.nowMs(),
+        logger,
+        health: metrics.bindingStore,
+        settings: {
+          get blockTokens() {
+            return runtime.settings.config.affinity.receipts.block_tokens;
+          },
+        },
+      }),
       classifier: undefined,
       settings: deriveSettings(config, registry.tiers()),
     };
@@ -672,6 +683,8 @@ export class Gateway {
     await this.runtime.sharedBindings?.close();
     await this.runtime.budgets.flush();
     await this.runtime.budgets.close();
+    await this.runtime.receipts.memory.flush();
+    await this.runtime.receipts.memory.close();
     await closed;
     await adminClosed;
   }

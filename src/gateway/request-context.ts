@@ -1,5 +1,6 @@
 // Per-request facts gathered along the way, for the one log line and the request metrics at the end.
 import type { AttemptAbort } from "./attempt-abort.js";
+import type { Receipt } from "../receipts/receipt-rules.js";
 import type { ApiKeyEntry } from "./client-auth.js";
 
 export interface RequestContext {
@@ -32,6 +33,8 @@ export interface RequestContext {
   activeAttempt?: AttemptAbort;
   /** What the gateway changed in the request for the engine (adaptation), for the log line. */
   adapted?: readonly string[];
+  /** The turn's route receipt (src/receipts), once the engine reported its usage. */
+  receipt?: Receipt;
   /** Generation events of the stream that reached the client (charged when the engine's usage never came). */
   generatedEvents?: number;
 }

@@ -16,6 +16,16 @@ export interface AgentServeMetadata {
   attempts: number;
   /** What the gateway changed in the request for the engine (adaptation); absent when nothing. */
   adapted?: readonly string[];
+  /** The route receipt (src/receipts), on answers whose usage the gateway read before sending them. */
+  receipt?: ReceiptFields;
+}
+
+/** A receipt as the client sees it. */
+export interface ReceiptFields {
+  reusable_tokens: number;
+  cached_tokens: number;
+  lost_tokens: number;
+  lost_cause: string;
 }
 
 /**
@@ -46,6 +56,19 @@ export function metadataHeaderList(meta: AgentServeMetadata, requestId: string):
   if (meta.session_id !== null) list.push("x-agent-serve-session-id", meta.session_id);
   if (meta.session_source !== null) list.push("x-agent-serve-session-source", meta.session_source);
   if (meta.adapted !== undefined) list.push("x-agent-serve-adapted", meta.adapted.join(","));
+  const receipt = meta.receipt;
+  if (receipt !== undefined) {
+    list.push(
+      "x-agent-serve-reusable-tokens",
+      String(receipt.reusable_tokens),
+      "x-agent-serve-cached-tokens",
+      String(receipt.cached_tokens),
+      "x-agent-serve-lost-tokens",
+      String(receipt.lost_tokens),
+      "x-agent-serve-lost-cause",
+      receipt.lost_cause,
+    );
+  }
   return list;
 }
 
@@ -62,7 +85,16 @@ export function metadataMember(meta: AgentServeMetadata): Buffer {
     `,"x_agent_serve":{"session_id":${session},"session_source":${source},"tier":${json(meta.tier)},"tier_source":${json(meta.tier_source)},` +
       `"backend_id":${json(meta.backend_id)},"affinity_hit":${meta.affinity_hit},"reason":${json(meta.reason)},` +
       `"queue_wait_ms":${meta.queue_wait_ms},"attempts":${meta.attempts}` +
-      (meta.adapted === undefined ? "}" : `,"adapted":${json(meta.adapted)}}`),
+      (meta.adapted === undefined ? "" : `,"adapted":${json(meta.adapted)}`) +
+      (meta.receipt === undefined ? "}" : `,${receiptMembers(meta.receipt)}}`),
+  );
+}
+
+/** `"reusable_tokens":n,...` (the receipt's members, without braces). */
+export function receiptMembers(receipt: ReceiptFields): string {
+  return (
+    `"reusable_tokens":${receipt.reusable_tokens},"cached_tokens":${receipt.cached_tokens},` +
+    `"lost_tokens":${receipt.lost_tokens},"lost_cause":${json(receipt.lost_cause)}`
   );
 }
 

@@ -9,6 +9,7 @@ import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import type { GatewayConfig } from "../config/schema.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { TurnReceipts } from "../receipts/turn-receipts.js";
 import type { TierClassifier } from "../routing/tier-classifier.js";
 import type { TierRouterSettings } from "../routing/tier-router.js";
 import type { AdaptationSettings } from "./adaptation/responses-tools.js";
@@ -57,6 +58,8 @@ export interface GatewayRuntime {
   budgets: BudgetStore;
   /** Set when bindings are shared (affinity.store kind redis): loads a session's binding before routing. */
   readonly sharedBindings: ReplicatedBindings | undefined;
+  /** Route receipts: each session's last turn, and the receipt of the next (src/receipts). */
+  readonly receipts: TurnReceipts;
   /** The LLM tier classifier, when routing.classifier.enabled. */
   classifier: TierClassifier | undefined;
   settings: RuntimeSettings;

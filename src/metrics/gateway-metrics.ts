@@ -126,6 +126,12 @@ export class GatewayMetrics implements AffinityRecorder {
     "Tokens the engines reported in usage: prompt, of which cached (prefix-cache hits), and completion",
     ["tier", "kind"],
   );
+  private readonly prefixTokens = new HotCounter(
+    this.registry,
+    "agentserve_prefix_tokens_total",
+    "Route receipts: prompt tokens a turn could reuse from its previous turn, the engine's cached ones, and the lost ones, by cause",
+    ["tier", "kind", "cause"],
+  );
   private readonly bindingStoreUp = new Gauge({
     name: "agentserve_binding_store_up",
     help: "1 while the binding store answers (always 1 for the memory store); 0: this replica decides alone",
@@ -370,6 +376,25 @@ export class GatewayMetrics implements AffinityRecorder {
       () => ({ tier, kind: "completion" }),
       usage.completionTokens,
     );
+  }
+
+  /** One turn's route receipt (src/receipts): reusable, cached and lost tokens, under the receipt's cause. */
+  receipt(receipt: {
+    tier: string;
+    reusableTokens: number;
+    cachedTokens: number;
+    lostTokens: number;
+    lostCause: string;
+  }): void {
+    const { tier, lostCause: cause } = receipt;
+    const key = `${tier}\u0000${cause}\u0000`;
+    this.prefixTokens.add(
+      `${key}reusable`,
+      () => ({ tier, kind: "reusable", cause }),
+      receipt.reusableTokens,
+    );
+    this.prefixTokens.add(`${key}cached`, () => ({ tier, kind: "cached", cause }), receipt.cachedTokens);
+    this.prefixTokens.add(`${key}lost`, () => ({ tier, kind: "lost", cause }), receipt.lostTokens);
   }
 
   firstToken(tier: string, seconds: number): void {

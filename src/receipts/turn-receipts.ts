@@ -2,6 +2,7 @@
 // once the engine's usage is known, and this turn is remembered for the next.
 import type { Hash64 } from "../affinity/hash.js";
 import type { Endpoint } from "../gateway/completion-request.js";
+import type { ReceiptFields } from "../gateway/response-metadata.js";
 import { fingerprintOf, type ConversationFingerprint } from "./fingerprint.js";
 import { nextEntry, type ReceiptMemory, type SessionReceipts } from "./receipt-memory.js";
 import { receiptOf, turnRecordOf, type Receipt, type TurnPlacement } from "./receipt-rules.js";
@@ -108,6 +109,18 @@ export class PendingReceipt {
     );
     this.computed = { receipt, usage, placement };
     return receipt;
+  }
+
+  /** now(), as the client sees it (x_agent_serve, headers). */
+  fields(usage: ReceiptUsage, placement: TurnPlacement): ReceiptFields | undefined {
+    const receipt = this.now(usage, placement);
+    if (receipt === undefined) return undefined;
+    return {
+      reusable_tokens: receipt.reusableTokens,
+      cached_tokens: receipt.cachedTokens,
+      lost_tokens: receipt.lostTokens,
+      lost_cause: receipt.lostCause,
+    };
   }
 
   /** The turn answered with this usage: its receipt, and the turn remembered for the next. */
