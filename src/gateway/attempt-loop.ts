@@ -16,7 +16,7 @@ import type { UpstreamBodies } from "./upstream-body.js";
 import { MessagesRelay } from "./messages-relay.js";
 import { ResponsesRelay } from "./responses-relay.js";
 import { SseRelay } from "./sse-relay.js";
-import type { StreamRelay } from "./stream-relay.js";
+import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { AttemptFailure } from "./upstream-failure.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 import type { PendingReceipt } from "../receipts/turn-receipts.js";
@@ -77,10 +77,12 @@ export async function runAttemptLoop(
   let relay: StreamRelay | undefined;
   const restorer = request.adaptation?.restorer;
   const createRelay = request.responses
-    ? (member: Buffer): StreamRelay => (relay = new ResponsesRelay(member, restorer))
+    ? (member: Buffer, receipt?: StreamReceipt): StreamRelay =>
+        (relay = new ResponsesRelay(member, restorer, receipt))
     : request.messages
-      ? (member: Buffer): StreamRelay => (relay = new MessagesRelay(member))
-      : (member: Buffer): StreamRelay => (relay = new SseRelay(member, request.bodies.stripUsage));
+      ? (member: Buffer, receipt?: StreamReceipt): StreamRelay => (relay = new MessagesRelay(member, receipt))
+      : (member: Buffer, receipt?: StreamReceipt): StreamRelay =>
+          (relay = new SseRelay(member, request.bodies.stripUsage, receipt));
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < deps.settings.maxAttempts) {
     const tierBackends = deps.registry.tier(tier);
@@ -149,8 +151,12 @@ export async function runAttemptLoop(
           receipt:
             request.receipt === undefined
               ? undefined
-              : (usage) =>
-                  request.receipt!.fields(usage, { backendId: backend.id, tier, reason: selection.reason }),
+              : (usage) => {
+                  // On the context before the answer ends: the request's log line is written when it does.
+                  const placement = { backendId: backend.id, tier, reason: selection.reason };
+                  ctx.receipt = request.receipt!.now(usage, placement);
+                  return request.receipt!.fields(usage, placement);
+                },
           onCommit: () => {
             committed = true;
           },

@@ -13,7 +13,7 @@ import {
   type AgentServeMetadata,
   type ReceiptFields,
 } from "./response-metadata.js";
-import type { StreamRelay } from "./stream-relay.js";
+import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { extractUsage, type TokenUsage } from "./usage.js";
 import {
   AttemptFailure,
@@ -66,7 +66,7 @@ export interface AttemptPlan {
   /** When the request arrived (clock ms): time to first token is measured from here. */
   startedAtMs: number;
   /** Makes the relay of this API's event stream, given the metadata member to splice into it. */
-  createRelay: (member: Buffer) => StreamRelay;
+  createRelay: (member: Buffer, receipt?: StreamReceipt) => StreamRelay;
   /** The Responses API: read the answer's response id (the engine stores it; later turns must come back). */
   readResponseId: boolean;
   /** An adapted request: turns the engine's JSON answer into the one the client expects. */
@@ -256,6 +256,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.write(this.relay!.flush());
       const relay = this.relay!;
       if (relay.complete) {
+        if (relay.usage !== undefined) this.plan.receipt?.(relay.usage);
         this.res.end();
         const result: AttemptResult = { status: 200 };
         if (relay.usage !== undefined) result.usage = relay.usage;
@@ -324,7 +325,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       "no",
     );
     this.res.writeHead(200, headers);
-    this.relay = this.plan.createRelay(metadataMember(this.plan.meta));
+    this.relay = this.plan.createRelay(metadataMember(this.plan.meta), this.plan.receipt);
   }
 
   /**

@@ -1,6 +1,7 @@
 // The x_agent_serve metadata: what the gateway did for a request, in bodies, SSE and response headers.
 import type { SelectionReason } from "../affinity/scheduler.js";
 import type { TierSource } from "../routing/tier-router.js";
+import type { TokenUsage } from "./usage.js";
 
 export interface AgentServeMetadata {
   session_id: string | null;
@@ -88,6 +89,20 @@ export function metadataMember(meta: AgentServeMetadata): Buffer {
       (meta.adapted === undefined ? "" : `,"adapted":${json(meta.adapted)}`) +
       (meta.receipt === undefined ? "}" : `,${receiptMembers(meta.receipt)}}`),
   );
+}
+
+/**
+ * A metadata member (from metadataMember) with the receipt's fields added before its closing brace: the receipt
+ * of a stream, known only once the engine's usage went by. The member as it is without a receipt.
+ */
+export function withReceipt(
+  member: Buffer,
+  usage: TokenUsage | undefined,
+  receipt: ((usage: TokenUsage) => ReceiptFields | undefined) | undefined,
+): Buffer {
+  const fields = usage === undefined ? undefined : receipt?.(usage);
+  if (fields === undefined) return member;
+  return Buffer.concat([member.subarray(0, member.length - 1), Buffer.from(`,${receiptMembers(fields)}}`)]);
 }
 
 /** `"reusable_tokens":n,...` (the receipt's members, without braces). */

@@ -1,7 +1,7 @@
 // Relays an engine's SSE stream event by event: splices the metadata into the engine's first chunk, reads
 // the usage chunk, and drops it when only the gateway asked for it.
-import { spliceMemberIntoJson } from "./response-metadata.js";
-import type { StreamRelay } from "./stream-relay.js";
+import { receiptMembers, spliceMemberIntoJson } from "./response-metadata.js";
+import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { usageFrom, type TokenUsage } from "./usage.js";
 
 const DONE = Buffer.from("data: [DONE]");
@@ -25,10 +25,12 @@ export class SseRelay implements StreamRelay {
    *   chunk: clients that read `choices[0]` of every chunk, or the last chunk's id and usage, see only the
    *   engine's chunks, ids and order)
    * @param stripUsage drop the engine's usage-only chunk (the client did not ask for usage; the gateway did)
+   * @param receipt the route receipt, spliced as `x_agent_serve` into the usage chunk when it reaches the client
    */
   constructor(
     member: Buffer,
     private readonly stripUsage: boolean,
+    private readonly receipt?: StreamReceipt,
   ) {
     this.member = member;
   }
@@ -110,10 +112,32 @@ export class SseRelay implements StreamRelay {
       if (this.readUsage(chunk, eventAt, eventEnd) === "drop") {
         if (eventAt > passFrom) out.push(chunk.subarray(passFrom, eventAt));
         passFrom = eventEnd + EVENT_END.length;
+      } else {
+        const receipt = this.receiptEvent(chunk, eventAt, eventEnd);
+        if (receipt !== undefined) {
+          if (eventAt > passFrom) out.push(chunk.subarray(passFrom, eventAt));
+          out.push(receipt);
+          passFrom = eventEnd; // its blank line passes with what follows
+        }
       }
       usageAt = find(chunk, USAGE_OBJECT, eventEnd, end);
     }
     if (end > passFrom) out.push(chunk.subarray(passFrom, end));
+  }
+
+  /** The usage event at [start, end) with the receipt spliced in (its own `x_agent_serve`), if there is one. */
+  private receiptEvent(chunk: Buffer, start: number, end: number): Buffer | undefined {
+    if (this.receipt === undefined || this.usageSeen === undefined) return undefined;
+    const fields = this.receipt(this.usageSeen);
+    if (fields === undefined) return undefined;
+    if (chunk.compare(DATA_PREFIX, 0, DATA_PREFIX.length, start, start + DATA_PREFIX.length) !== 0)
+      return undefined;
+    const payload = chunk.subarray(start + DATA_PREFIX.length, end);
+    const spliced = spliceMemberIntoJson(
+      payload,
+      Buffer.from(`,"x_agent_serve":{${receiptMembers(fields)}}`),
+    );
+    return spliced === undefined ? undefined : Buffer.concat([DATA_PREFIX, spliced]);
   }
 
   /** Adds the generation events of chunk[0, complete): every event, less usage-only ones and `[DONE]`. */
