@@ -151,11 +151,11 @@ export async function runAttemptLoop(
           receipt:
             request.receipt === undefined
               ? undefined
-              : (usage) => {
+              : (usage, responseId) => {
                   // On the context before the answer ends: the request's log line is written when it does.
                   const placement = { backendId: backend.id, tier, reason: selection.reason };
-                  ctx.receipt = request.receipt!.now(usage, placement);
-                  return request.receipt!.fields(usage, placement);
+                  ctx.receipt = request.receipt!.now(usage, placement, responseId);
+                  return request.receipt!.fields(usage, placement, responseId);
                 },
           onCommit: () => {
             committed = true;

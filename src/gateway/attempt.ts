@@ -74,7 +74,7 @@ export interface AttemptPlan {
   /** Extra upstream request headers (an engine API key). */
   upstreamHeaders: Record<string, string>;
   /** The route receipt of this attempt given the engine's usage (src/receipts), when the turn is receipted. */
-  receipt?: ((usage: TokenUsage) => ReceiptFields | undefined) | undefined;
+  receipt?: StreamReceipt | undefined;
 }
 
 export interface AttemptResult {
@@ -219,7 +219,8 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       const restore = this.status === 200 ? this.plan.restoreBody : undefined;
       const body = restore === undefined ? engineBody : restore(engineBody);
       const usage = this.status === 200 ? extractUsage(body) : undefined;
-      const receipt = usage === undefined ? undefined : this.plan.receipt?.(usage);
+      const responseId = this.status === 200 && this.plan.readResponseId ? responseIdOf(body) : undefined;
+      const receipt = usage === undefined ? undefined : this.plan.receipt?.(usage, responseId);
       if (receipt !== undefined) this.plan.meta = { ...this.plan.meta, receipt };
       const json =
         this.status === 200 ? spliceMemberIntoJson(body, metadataMember(this.plan.meta)) : undefined;
@@ -240,7 +241,6 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       const result: AttemptResult = { status: this.status };
       if (this.status === 200) {
         if (usage !== undefined) result.usage = usage;
-        const responseId = this.plan.readResponseId ? responseIdOf(body) : undefined;
         if (responseId !== undefined) result.responseId = responseId;
       }
       this.succeed(result);
@@ -256,7 +256,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.write(this.relay!.flush());
       const relay = this.relay!;
       if (relay.complete) {
-        if (relay.usage !== undefined) this.plan.receipt?.(relay.usage);
+        if (relay.usage !== undefined) this.plan.receipt?.(relay.usage, relay.responseId);
         this.res.end();
         const result: AttemptResult = { status: 200 };
         if (relay.usage !== undefined) result.usage = relay.usage;

@@ -98,9 +98,10 @@ export function metadataMember(meta: AgentServeMetadata): Buffer {
 export function withReceipt(
   member: Buffer,
   usage: TokenUsage | undefined,
-  receipt: ((usage: TokenUsage) => ReceiptFields | undefined) | undefined,
+  receipt: ((usage: TokenUsage, responseId?: string) => ReceiptFields | undefined) | undefined,
+  responseId?: string,
 ): Buffer {
-  const fields = usage === undefined ? undefined : receipt?.(usage);
+  const fields = usage === undefined ? undefined : receipt?.(usage, responseId);
   if (fields === undefined) return member;
   return Buffer.concat([member.subarray(0, member.length - 1), Buffer.from(`,${receiptMembers(fields)}}`)]);
 }

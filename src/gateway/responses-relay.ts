@@ -90,7 +90,10 @@ export class ResponsesRelay implements StreamRelay {
     const payload = chunk.subarray(dataAt + DATA_LINE.length, end);
     this.ended = true;
     this.readFinal(payload);
-    const spliced = spliceMemberIntoJson(payload, withReceipt(this.member, this.usageSeen, this.receipt));
+    const spliced = spliceMemberIntoJson(
+      payload,
+      withReceipt(this.member, this.usageSeen, this.receipt, this.id),
+    );
     if (spliced === undefined) return [chunk.subarray(0, complete)];
     return [chunk.subarray(0, dataAt + DATA_LINE.length), spliced, chunk.subarray(end, complete)];
   }

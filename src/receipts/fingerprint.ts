@@ -139,6 +139,13 @@ class ChainHasher {
 
   /** A message content: a string, or parts/blocks (text, tool_use, tool_result, images by their source). */
   content(content: unknown): void {
+    if (typeof content === "string") {
+      // A string hashes as one text part: clients turn one into the other (to add cache_control marks).
+      this.tag(TAG_PART);
+      this.field("text");
+      this.field(content);
+      return this.tag(TAG_FIELD);
+    }
     if (!Array.isArray(content)) return this.field(content);
     for (const part of content) {
       this.tag(TAG_PART);

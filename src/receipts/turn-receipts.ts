@@ -67,7 +67,9 @@ function sessionlessKey(prefixKey: Hash64 | undefined): string | undefined {
 export class PendingReceipt {
   private previous: SessionReceipts | undefined;
   private loaded = false;
-  private computed: { receipt: Receipt; usage: ReceiptUsage; placement: TurnPlacement } | undefined;
+  private computed:
+    | { receipt: Receipt; usage: ReceiptUsage; placement: TurnPlacement; responseId: string | undefined }
+    | undefined;
   private readonly reading: Promise<void>;
 
   constructor(
@@ -90,30 +92,39 @@ export class PendingReceipt {
   }
 
   /**
-   * The receipt, synchronously, for the answer's body or its stream's last event; undefined in the rare case
-   * the previous turn is still being read when the engine has already answered (the log and metrics still
-   * get the receipt from settle()).
+   * The receipt, synchronously, for the answer's body or its stream's last event, and the turn remembered for
+   * the next at once (before the answer ends, so a next turn on another replica finds it). Undefined in the
+   * rare case the previous turn is still being read when the engine has already answered: settle() then does it.
    */
-  now(usage: ReceiptUsage, placement: TurnPlacement): Receipt | undefined {
+  now(usage: ReceiptUsage, placement: TurnPlacement, responseId?: string): Receipt | undefined {
     if (!this.loaded) return undefined;
     const done = this.computed;
-    if (done !== undefined && sameUsage(done.usage, usage) && samePlacement(done.placement, placement))
+    if (
+      done !== undefined &&
+      sameUsage(done.usage, usage) &&
+      samePlacement(done.placement, placement) &&
+      (responseId === undefined || responseId === done.responseId)
+    )
       return done.receipt;
+    const nowMs = this.nowMs();
     const receipt = receiptOf(
       this.previous?.last,
       this.fingerprint,
       placement,
       usage.cachedTokens,
       this.settings.blockTokens,
-      this.nowMs(),
+      nowMs,
     );
-    this.computed = { receipt, usage, placement };
+    const id = responseId ?? done?.responseId;
+    this.computed = { receipt, usage, placement, responseId: id };
+    const record = turnRecordOf(this.fingerprint, usage, placement, id, nowMs);
+    this.memory.write(this.key, nextEntry(this.previous, record, receipt));
     return receipt;
   }
 
   /** now(), as the client sees it (x_agent_serve, headers). */
-  fields(usage: ReceiptUsage, placement: TurnPlacement): ReceiptFields | undefined {
-    const receipt = this.now(usage, placement);
+  fields(usage: ReceiptUsage, placement: TurnPlacement, responseId?: string): ReceiptFields | undefined {
+    const receipt = this.now(usage, placement, responseId);
     if (receipt === undefined) return undefined;
     return {
       reusable_tokens: receipt.reusableTokens,
@@ -123,17 +134,14 @@ export class PendingReceipt {
     };
   }
 
-  /** The turn answered with this usage: its receipt, and the turn remembered for the next. */
+  /** The turn answered with this usage: its receipt (computed and remembered now if the answer did not). */
   async settle(
     usage: ReceiptUsage,
     placement: TurnPlacement,
     responseId: string | undefined,
   ): Promise<Receipt> {
     await this.reading;
-    const receipt = this.now(usage, placement)!;
-    const record = turnRecordOf(this.fingerprint, usage, placement, responseId, this.nowMs());
-    this.memory.write(this.key, nextEntry(this.previous, record, receipt));
-    return receipt;
+    return this.now(usage, placement, responseId)!;
   }
 }
 

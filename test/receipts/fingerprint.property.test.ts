@@ -134,6 +134,16 @@ describe("fingerprintOf", () => {
     );
   });
 
+  it("hashes a string content like the same text as one text part", () => {
+    fc.assert(
+      fc.property(textArb, (text) => {
+        const a = fp("messages", { messages: [{ role: "user", content: text }] });
+        const b = fp("messages", { messages: [{ role: "user", content: [{ type: "text", text }] }] });
+        expect(a.chainAt(1)).toBe(b.chainAt(1));
+      }),
+    );
+  });
+
   it("tells a string input from the same text as a Responses message, and marks replies", () => {
     const a = fp("responses", { input: "hello", instructions: "be brief" });
     const b = fp("responses", { input: [{ role: "user", content: "hello" }], instructions: "be brief" });
