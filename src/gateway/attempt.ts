@@ -11,7 +11,6 @@ import {
   metadataMember,
   spliceMemberIntoJson,
   type AgentServeMetadata,
-  type ReceiptFields,
 } from "./response-metadata.js";
 import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { extractUsage, type TokenUsage } from "./usage.js";
