@@ -1,5 +1,6 @@
 // Every Prometheus metric of the gateway, declared once, in a registry of its own (no global state).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { LOST_CAUSES } from "../receipts/receipt-rules.js";
 import type { AffinityRecorder } from "../affinity/scheduler.js";
 import type { EngineLoad } from "../backends/engine-load.js";
 import type { StoreHealthSink } from "../store/redis-link.js";
@@ -421,6 +422,9 @@ export class GatewayMetrics implements AffinityRecorder {
       this.affinityBroken.labels(tier).inc(0);
       this.affinitySpills.labels(tier).inc(0);
       this.retries.labels(tier).inc(0);
+      // Every cause from the start: increase() over a series born mid-range misses its first value.
+      for (const cause of LOST_CAUSES)
+        this.receipt({ tier, lostCause: cause, reusableTokens: 0, cachedTokens: 0, lostTokens: 0 });
     }
   }
 
