@@ -94,8 +94,9 @@ export class MessagesRelay implements StreamRelay {
       const usage = this.usage;
       const receipt = usage === undefined || parsed === undefined ? undefined : this.receipt?.(usage);
       if (receipt === undefined) return event;
+      // The whole metadata again, with the receipt: a client keeping the last `x_agent_serve` has every field.
       return Buffer.from(
-        `event: message_delta\ndata: ${JSON.stringify({ ...parsed, x_agent_serve: receipt })}\n\n`,
+        `event: message_delta\ndata: ${JSON.stringify({ ...parsed, x_agent_serve: { ...(this.meta as object), ...receipt } })}\n\n`,
       );
     }
     if (!startsWith(event, MESSAGE_START)) return event;

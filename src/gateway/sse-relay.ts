@@ -19,6 +19,8 @@ export class SseRelay implements StreamRelay {
   private generated = 0;
   /** The metadata member still to be spliced into a chunk; undefined once it rode on one. */
   private member: Buffer | undefined;
+  /** The metadata member, kept for the usage chunk (which gets it again, with the receipt). */
+  private readonly fullMember: Buffer;
 
   /**
    * @param member `,"x_agent_serve":{...}`, spliced into the first data chunk the engine sends (never an extra
@@ -33,6 +35,7 @@ export class SseRelay implements StreamRelay {
     private readonly receipt?: StreamReceipt,
   ) {
     this.member = member;
+    this.fullMember = member;
   }
 
   /** True once the engine's `[DONE]` went through. */
@@ -125,7 +128,10 @@ export class SseRelay implements StreamRelay {
     if (end > passFrom) out.push(chunk.subarray(passFrom, end));
   }
 
-  /** The usage event at [start, end) with the receipt spliced in (its own `x_agent_serve`), if there is one. */
+  /**
+   * The usage event at [start, end) with the whole metadata and the receipt spliced in, if there is a receipt:
+   * a client that keeps the last `x_agent_serve` it saw still has every field.
+   */
   private receiptEvent(chunk: Buffer, start: number, end: number): Buffer | undefined {
     if (this.receipt === undefined || this.usageSeen === undefined) return undefined;
     const fields = this.receipt(this.usageSeen);
@@ -133,10 +139,11 @@ export class SseRelay implements StreamRelay {
     if (chunk.compare(DATA_PREFIX, 0, DATA_PREFIX.length, start, start + DATA_PREFIX.length) !== 0)
       return undefined;
     const payload = chunk.subarray(start + DATA_PREFIX.length, end);
-    const spliced = spliceMemberIntoJson(
-      payload,
-      Buffer.from(`,"x_agent_serve":{${receiptMembers(fields)}}`),
-    );
+    const member = Buffer.concat([
+      this.fullMember.subarray(0, this.fullMember.length - 1),
+      Buffer.from(`,${receiptMembers(fields)}}`),
+    ]);
+    const spliced = spliceMemberIntoJson(payload, member);
     return spliced === undefined ? undefined : Buffer.concat([DATA_PREFIX, spliced]);
   }
 

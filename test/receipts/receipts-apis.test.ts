@@ -51,7 +51,9 @@ describe("receipts across APIs", () => {
     const usageChunk = events(text).find((e) => e["usage"] !== undefined && e["usage"] !== null)!;
     const cached = (usageChunk["usage"] as { prompt_tokens_details: { cached_tokens: number } })
       .prompt_tokens_details.cached_tokens;
-    expect(usageChunk["x_agent_serve"]).toEqual({
+    // The whole metadata again, with the receipt.
+    expect(usageChunk["x_agent_serve"]).toMatchObject({
+      backend_id: one.backend,
       reusable_tokens: reusableOf(tokensOf(one)),
       cached_tokens: cached,
       lost_tokens: 0,
