@@ -14,6 +14,10 @@ const TAG_ITEM = 0x10002;
 const TAG_PART = 0x10003;
 const TAG_TOOL = 0x10004;
 const TAG_HEADER = 0x10005;
+/** Texts up to this many UTF-16 units are hashed whole; longer ones are sampled (see ChainHasher.text). */
+const SAMPLED_TEXT_CHARS = 1024;
+/** Head and tail of a sampled text, hashed whole; about as many units are sampled in between. */
+const EDGE_CHARS = 256;
 const SEED_HI = 0x9e3779b9;
 const SEED_LO = 0x85ebca6b;
 
@@ -116,18 +120,36 @@ class ChainHasher {
     this.lo = Math.imul(this.lo ^ tag, 0x5f356495);
   }
 
+  /**
+   * A text, whole up to SAMPLED_TEXT_CHARS; a longer one by its head, its tail and an even sample of the rest
+   * (with its length), so a turn costs in messages, not in characters: a conversation of long tool outputs
+   * is read again on every turn. An edit inside a long text that keeps its length and misses the sample
+   * goes unseen (the receipt then shows the loss on the same engine).
+   */
   text(text: string): void {
+    const length = text.length;
+    if (length <= SAMPLED_TEXT_CHARS) this.units(text, 0, length, 1);
+    else {
+      this.units(text, 0, EDGE_CHARS, 1);
+      const middle = length - 2 * EDGE_CHARS;
+      this.units(text, EDGE_CHARS, length - EDGE_CHARS, Math.ceil(middle / EDGE_CHARS));
+      this.units(text, length - EDGE_CHARS, length, 1);
+    }
+    // The length closes the text: "ab" then "c" never hashes like "a" then "bc".
+    this.tag(0x20000 + text.length);
+  }
+
+  /** Absorbs text[from, to) every `step` code units. */
+  private units(text: string, from: number, to: number, step: number): void {
     let hi = this.hi;
     let lo = this.lo;
-    for (let i = 0; i < text.length; i++) {
+    for (let i = from; i < to; i += step) {
       const unit = text.charCodeAt(i);
       hi = Math.imul(hi ^ unit, 0x9e3779b1);
       lo = Math.imul(lo ^ unit, 0x5f356495);
     }
     this.hi = hi;
     this.lo = lo;
-    // The length closes the text: "ab" then "c" never hashes like "a" then "bc".
-    this.tag(0x20000 + text.length);
   }
 
   /** A string field, or its absence (a distinct tag), closed by a field tag. */

@@ -180,3 +180,18 @@ describe("fingerprintOf", () => {
     expect(a.chainAt(2)).not.toBe(b.chainAt(2));
   });
 });
+
+describe("fingerprintOf on long texts (sampled)", () => {
+  it("sees a long message's head, tail, length and sampled middle change", () => {
+    const long = "x".repeat(50_000);
+    const base = fp("chat", { messages: [{ role: "tool", content: long }] }).chainAt(1);
+    const variants = [
+      `y${long.slice(1)}`, // head
+      `${long.slice(1)}y`, // tail
+      `${long}x`, // length
+      `${long.slice(0, 25_088)}y${long.slice(25_089)}`, // a sampled unit of the middle: 256 + 128 x 194
+    ];
+    for (const text of variants)
+      expect(fp("chat", { messages: [{ role: "tool", content: text }] }).chainAt(1)).not.toBe(base);
+  });
+});
