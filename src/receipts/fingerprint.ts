@@ -15,9 +15,9 @@ const TAG_PART = 0x10003;
 const TAG_TOOL = 0x10004;
 const TAG_HEADER = 0x10005;
 /** Texts up to this many UTF-16 units are hashed whole; longer ones are sampled (see ChainHasher.text). */
-const SAMPLED_TEXT_CHARS = 1024;
+const SAMPLED_TEXT_CHARS = 256;
 /** Head and tail of a sampled text, hashed whole; about as many units are sampled in between. */
-const EDGE_CHARS = 256;
+const EDGE_CHARS = 64;
 const SEED_HI = 0x9e3779b9;
 const SEED_LO = 0x85ebca6b;
 

@@ -94,16 +94,28 @@ export function receiptOf(
   blockTokens: number,
   nowMs: number,
 ): Receipt {
-  const base = { cachedTokens, backendId: placement.backendId, tier: placement.tier, atMs: nowMs };
-  if (previous === undefined) return { ...base, reusableTokens: 0, lostTokens: 0, lostCause: "new_session" };
-  const continued = continuedTokens(previous, fingerprint);
-  if (continued === undefined) {
-    return { ...base, reusableTokens: 0, lostTokens: 0, lostCause: "conversation_changed" };
+  let reusableTokens = 0;
+  let lostTokens = 0;
+  let lostCause: LostCause;
+  if (previous === undefined) lostCause = "new_session";
+  else {
+    const continued = continuedTokens(previous, fingerprint);
+    if (continued === undefined) lostCause = "conversation_changed";
+    else {
+      reusableTokens = reusableOf(continued, blockTokens);
+      lostTokens = Math.max(0, reusableTokens - cachedTokens);
+      lostCause = lostTokens === 0 ? "none" : placementCause(previous, placement);
+    }
   }
-  const reusableTokens = reusableOf(continued, blockTokens);
-  const lostTokens = Math.max(0, reusableTokens - cachedTokens);
-  const lostCause = lostTokens === 0 ? "none" : placementCause(previous, placement);
-  return { ...base, reusableTokens, lostTokens, lostCause };
+  return {
+    reusableTokens,
+    cachedTokens,
+    lostTokens,
+    lostCause,
+    backendId: placement.backendId,
+    tier: placement.tier,
+    atMs: nowMs,
+  };
 }
 
 /** Why tokens were lost, given where the previous turn ran and why this one ran where it did. */
