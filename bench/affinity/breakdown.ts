@@ -1,10 +1,11 @@
-// Where selectBackend's time goes: the cost of each piece on its own, to read the select.ts numbers against.
+// Where placement's time goes: the cost of each piece on its own, to read the select.ts numbers against.
 //
 // Run: node --expose-gc --import tsx bench/affinity/breakdown.ts
 import { createBalancer } from "../../src/affinity/balancers.js";
 import { hashString, pairUniform } from "../../src/affinity/hash.js";
 import { hashSession, rendezvousWinner } from "../../src/affinity/rendezvous.js";
-import { AffinityScheduler } from "../../src/affinity/scheduler.js";
+import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
+import { PlacementService } from "../../src/affinity/placement-service.js";
 import { KeyedHasher } from "../../src/affinity/keyed-hash.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock, systemClock } from "../../src/core/clock.js";
@@ -16,12 +17,16 @@ const CALLS = 1 << 20;
 let sink = 0;
 
 /** Median over 7 runs (after 2 warm-up runs) of ns per iteration of `body`, which must do `CALLS` iterations. */
-function time(label: string, body: () => number, perIteration = CALLS): void {
+async function time(
+  label: string,
+  body: () => number | Promise<number>,
+  perIteration = CALLS,
+): Promise<void> {
   const results: number[] = [];
   for (let run = 0; run < 9; run++) {
     gc();
     const start = process.hrtime.bigint();
-    sink += body();
+    sink += await body();
     const ns = Number(process.hrtime.bigint() - start) / perIteration;
     if (run >= 2) results.push(ns);
   }
@@ -32,26 +37,26 @@ console.log(`# ${machine()}\n`);
 console.log("| piece | ns |");
 console.log("| --- | ---: |");
 
-time("systemClock.nowMs() (performance.timeOrigin + performance.now())", () => {
+await time("systemClock.nowMs() (performance.timeOrigin + performance.now())", () => {
   let x = 0;
   for (let i = 0; i < CALLS; i++) x += systemClock.nowMs();
   return x;
 });
 const origin = performance.timeOrigin;
-time("origin cached + performance.now()", () => {
+await time("origin cached + performance.now()", () => {
   let x = 0;
   for (let i = 0; i < CALLS; i++) x += origin + performance.now();
   return x;
 });
 
 const ids = Array.from({ length: 1024 }, newSessionId);
-time("hashString, 36-character id", () => {
+await time("hashString, 36-character id", () => {
   let x = 0;
   for (let i = 0; i < CALLS; i++) x += hashString(ids[i & 1023]!).lo;
   return x;
 });
 const keyed = new KeyedHasher(BENCH_HASH_KEY);
-time("KeyedHasher.hash (HalfSipHash-1-3), 36-character id", () => {
+await time("KeyedHasher.hash (HalfSipHash-1-3), 36-character id", () => {
   let x = 0;
   for (let i = 0; i < CALLS; i++) {
     keyed.hash(ids[i & 1023]!);
@@ -61,12 +66,12 @@ time("KeyedHasher.hash (HalfSipHash-1-3), 36-character id", () => {
 });
 const sessions = ids.map(hashSession);
 const list16 = engines(16);
-time("pairUniform (one candidate)", () => {
+await time("pairUniform (one candidate)", () => {
   let x = 0;
   for (let i = 0; i < CALLS; i++) x += pairUniform(sessions[i & 1023]!, list16[i & 15]!.idHash);
   return x;
 });
-time("Math.log(pairUniform) (one candidate)", () => {
+await time("Math.log(pairUniform) (one candidate)", () => {
   let x = 0;
   for (let i = 0; i < CALLS; i++) x += Math.log(pairUniform(sessions[i & 1023]!, list16[i & 15]!.idHash));
   return x;
@@ -74,7 +79,7 @@ time("Math.log(pairUniform) (one candidate)", () => {
 for (const n of [4, 16, 64]) {
   const list = engines(n);
   const calls = CALLS / n;
-  time(
+  await time(
     `rendezvousWinner over ${n} engines (eligible: state up)`,
     () => {
       let x = 0;
@@ -132,7 +137,7 @@ for (const mb of [1, 16, 128]) {
     next[i] = next[j]!;
     next[j] = t;
   }
-  time(`one dependent random load in a ${mb} MB array`, () => {
+  await time(`one dependent random load in a ${mb} MB array`, () => {
     let p = 0;
     for (let i = 0; i < CALLS; i++) p = next[p]!;
     return p;
@@ -151,8 +156,8 @@ for (const [label, clock, recorder] of [
     new GatewayMetrics({ backends: () => [], queueDepth: () => 0 }),
   ],
 ] as const) {
-  const scheduler = new AffinityScheduler({
-    store: new StickyTable(1_000_000, BENCH_HASH_KEY),
+  const scheduler = new PlacementService({
+    store: new MemoryBindingStore(new StickyTable(1_000_000, BENCH_HASH_KEY)),
     clock,
     balancer: createBalancer("least_inflight", new SeededRandom(1)),
     recorder: recorder ?? { hit() {}, miss() {}, broken() {}, spill() {} },
@@ -160,12 +165,12 @@ for (const [label, clock, recorder] of [
     loadFactor: 1.25,
     sessionless: "prefix",
   });
-  for (const id of bound) scheduler.selectBackend(id, "small", list);
+  for (const id of bound) await scheduler.place(id, "small", list);
   const random = new SeededRandom(2);
   const turns = Array.from({ length: CALLS }, () => bound[random.int(1000)]!);
-  time(`${label} (same string objects)`, () => {
+  await time(`${label} (same string objects)`, async () => {
     let hits = 0;
-    for (let i = 0; i < CALLS; i++) if (scheduler.selectBackend(turns[i], "small", list)?.affinityHit) hits++;
+    for (let i = 0; i < CALLS; i++) if ((await scheduler.place(turns[i], "small", list))?.affinityHit) hits++;
     return hits;
   });
 }

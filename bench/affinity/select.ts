@@ -1,4 +1,4 @@
-// Cost of AffinityScheduler.selectBackend on the hit path and the miss path, for 4, 16 and 64 engines.
+// Cost of PlacementService.place (lookup, decision, effects) on the hit and miss paths, for 4, 16 and 64 engines.
 //
 // Run: node --expose-gc --import tsx bench/affinity/select.ts [--runs 7] [--warmup 2] [--calls 51200] [--metrics]
 //
@@ -6,7 +6,7 @@
 // run (and, in brackets, the fastest: other processes on the machine only ever add time) is reported in ns
 // per call. Session ids are 36-character UUIDs made as flat strings in batches of 512
 // just before their batch is timed (as cache-hot as a header value the HTTP parser has just produced);
-// only the selectBackend loop is inside the timer. The clock is the production systemClock.
+// only the place loop is inside the timer. The clock is the production systemClock.
 //   hit path:  later turns of sessions drawn at random from W bound sessions, each turn a new string object
 //              (so the Map must hash it and compare contents, as with a real header). W = 1,000 fits in the
 //              CPU caches; W = 100,000 and 1,000,000 (the default max_bindings) do not.
@@ -14,7 +14,8 @@
 //              also evicts the least recently used binding (the steady state of a busy gateway).
 import { parseArgs } from "node:util";
 import { createBalancer } from "../../src/affinity/balancers.js";
-import { AffinityScheduler, type AffinityRecorder } from "../../src/affinity/scheduler.js";
+import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
+import { PlacementService, type AffinityRecorder } from "../../src/affinity/placement-service.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { systemClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
@@ -43,9 +44,9 @@ const CAPACITIES = list(args.capacities);
 
 const noRecorder: AffinityRecorder = { hit() {}, miss() {}, broken() {}, spill() {} };
 
-function scheduler(store: StickyTable): AffinityScheduler {
-  return new AffinityScheduler({
-    store,
+function scheduler(store: StickyTable): PlacementService {
+  return new PlacementService({
+    store: new MemoryBindingStore(store),
     clock: systemClock,
     balancer: createBalancer("least_inflight", new SeededRandom(1)),
     recorder: args.metrics ? new GatewayMetrics({ backends: () => [], queueDepth: () => 0 }) : noRecorder,
@@ -63,12 +64,12 @@ interface Result {
 }
 
 /** Runs warm-up plus timed runs of CALLS selections on sessions from `nextSession`; ns per call. */
-function measure(
-  subject: AffinityScheduler,
+async function measure(
+  subject: PlacementService,
   nextSession: () => string,
   candidates: ReturnType<typeof engines>,
   expectHit: boolean,
-): Result {
+): Promise<Result> {
   const batch = new Array<string>(BATCH);
   const results: number[] = [];
   for (let run = 0; run < WARMUP + RUNS; run++) {
@@ -79,7 +80,7 @@ function measure(
       for (let i = 0; i < BATCH; i++) batch[i] = nextSession();
       const start = process.hrtime.bigint();
       for (let i = 0; i < BATCH; i++) {
-        if (subject.selectBackend(batch[i], "small", candidates)?.affinityHit) hits++;
+        if ((await subject.place(batch[i], "small", candidates))?.affinityHit) hits++;
       }
       elapsed += process.hrtime.bigint() - start;
     }
@@ -91,25 +92,25 @@ function measure(
   return { median: median(results), min: Math.min(...results) };
 }
 
-function hitPath(backendCount: number, workingSet: number): Result {
+async function hitPath(backendCount: number, workingSet: number): Promise<Result> {
   const candidates = engines(backendCount);
   const subject = scheduler(new StickyTable(Math.max(workingSet, 1_000_000), BENCH_HASH_KEY));
   const bound = Array.from({ length: workingSet }, newSessionId);
-  for (const id of bound) subject.selectBackend(id, "small", candidates);
+  for (const id of bound) await subject.place(id, "small", candidates);
   const random = new SeededRandom(backendCount);
   return measure(subject, () => freshCopy(bound[random.int(workingSet)]!), candidates, true);
 }
 
-function missPath(backendCount: number, capacity: number): Result {
+async function missPath(backendCount: number, capacity: number): Promise<Result> {
   const candidates = engines(backendCount);
   const subject = scheduler(new StickyTable(capacity, BENCH_HASH_KEY));
-  for (let i = 0; i < capacity; i++) subject.selectBackend(newSessionId(), "small", candidates);
+  for (let i = 0; i < capacity; i++) await subject.place(newSessionId(), "small", candidates);
   return measure(subject, newSessionId, candidates, false);
 }
 
 const fmt = (r: Result) => `${r.median.toFixed(0)} (${r.min.toFixed(0)})`;
 console.log(
-  `# selectBackend, ns per call: median (and fastest) of ${RUNS} runs of ${CALLS} calls, after ${WARMUP} warm-up runs`,
+  `# PlacementService.place, ns per call: median (and fastest) of ${RUNS} runs of ${CALLS} calls, after ${WARMUP} warm-up runs`,
 );
 console.log(`# ${machine()}; recorder: ${args.metrics ? "GatewayMetrics (prom-client)" : "none (no-op)"}`);
 const header = [
@@ -120,8 +121,8 @@ const header = [
 const rows: string[][] = [];
 for (const n of BACKEND_COUNTS) {
   const row = [String(n)];
-  for (const w of WORKING_SETS) row.push(fmt(hitPath(n, w)));
-  for (const c of CAPACITIES) row.push(fmt(missPath(n, c)));
+  for (const w of WORKING_SETS) row.push(fmt(await hitPath(n, w)));
+  for (const c of CAPACITIES) row.push(fmt(await missPath(n, c)));
   rows.push(row);
   console.log(`# backends=${n}: ${row.slice(1).join(" ")}`);
 }

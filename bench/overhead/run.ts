@@ -14,7 +14,12 @@
 // request crosses between the two CPUs twice whether it goes direct or through a proxy (on a VM a wake-up
 // on the other CPU costs tens of microseconds); without it, the processes compete for the machine's cores.
 //
-//   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin] [--warmup-seconds S]
+// With --baseline DIR, a second gateway built from another checkout (DIR/dist/src/cli.js, e.g. a worktree of the
+// commit before a change: `git worktree add /tmp/before HEAD~3 && (cd /tmp/before && npm ci && npm run build)`)
+// runs beside this one in the same alternating rounds, so that a change's cost is measured before/after under
+// the same machine noise.
+//
+//   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin] [--warmup-seconds S] [--baseline DIR]
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
@@ -32,12 +37,15 @@ const warmupFlag = process.argv.indexOf("--warmup-seconds");
 const warmupSeconds = warmupFlag > 0 ? Number(process.argv[warmupFlag + 1]) : quick ? 5 : 25;
 /** Requests of the cold-start measurement, per path. */
 const COLD_REQUESTS = 5000;
+const baselineFlag = process.argv.indexOf("--baseline");
+const BASELINE_CLI =
+  baselineFlag > 0 ? join(process.argv[baselineFlag + 1] ?? ".", "dist", "src", "cli.js") : undefined;
 const MODEL = "bench-model";
 
-function command(args: string[], cpu: number): [string, string[]] {
+function command(args: string[], cpu: number, cli = CLI): [string, string[]] {
   return pin
-    ? ["taskset", ["-c", String(cpu), process.execPath, CLI, ...args]]
-    : [process.execPath, [CLI, ...args]];
+    ? ["taskset", ["-c", String(cpu), process.execPath, cli, ...args]]
+    : [process.execPath, [cli, ...args]];
 }
 
 function spawnCli(
@@ -65,8 +73,8 @@ function spawnCli(
 }
 
 /** The gateway's log lines go to /dev/null, not through a pipe this client would have to drain. */
-async function spawnGateway(config: string, url: string): Promise<ChildProcess> {
-  const [file, argv] = command(["gateway", "--config", config, "--log-level", "info"], 1);
+async function spawnGateway(config: string, url: string, cli = CLI): Promise<ChildProcess> {
+  const [file, argv] = command(["gateway", "--config", config, "--log-level", "info"], 1, cli);
   const child = spawn(file, argv, { stdio: ["ignore", "ignore", "inherit"] });
   for (let i = 0; i < 200; i++) {
     const ok = await fetch(`${url}/healthz`).then(
@@ -95,6 +103,7 @@ const body = (stream: boolean): string =>
       { role: "user", content: "Summarise the plan in one line." },
     ],
     max_tokens: 16,
+    ignore_eos: true,
     stream,
   });
 
@@ -143,12 +152,12 @@ async function round(
   return count / ((performance.now() - started) / 1000);
 }
 
-type Paths = Record<"direct" | "gateway" | "floor" | "duties", string>;
+type Paths = Partial<Record<"direct" | "gateway" | "baseline" | "floor" | "duties", string>>;
 
 /** The first requests each fresh process serves, one at a time, alternating paths every 500. */
 async function coldStart(paths: Paths, payload: string): Promise<Record<keyof Paths, hdr.Histogram>> {
   const names = Object.keys(paths) as (keyof Paths)[];
-  const pools = names.map((name) => new Pool(paths[name], { connections: 1, pipelining: 1 }));
+  const pools = names.map((name) => new Pool(paths[name]!, { connections: 1, pipelining: 1 }));
   const result = Object.fromEntries(names.map((name) => [name, histogram()])) as Record<
     keyof Paths,
     hdr.Histogram
@@ -166,7 +175,7 @@ async function coldStart(paths: Paths, payload: string): Promise<Record<keyof Pa
 async function warmUp(paths: Paths, durationMs: number): Promise<void> {
   const until = performance.now() + durationMs;
   const sink = { total: histogram(), first: histogram() };
-  const pools = Object.values(paths).map((url) => new Pool(url, { connections: 16, pipelining: 1 }));
+  const pools = Object.values(paths).map((url) => new Pool(url!, { connections: 16, pipelining: 1 }));
   while (performance.now() < until) {
     for (const pool of pools) {
       for (const stream of [false, true]) {
@@ -248,27 +257,33 @@ async function main(): Promise<void> {
   );
   const engineUrl = engine.match[1]!;
   const dir = await mkdtemp(join(tmpdir(), "agent-serve-bench-"));
-  const config = join(dir, "gateway.yaml");
-  const gatewayPort = await freePort();
-  await writeFile(
-    config,
-    `server: {host: 127.0.0.1, port: ${gatewayPort}}\nbackends:\n  - {id: e0, tier: small, base_url: "${engineUrl}", model: ${MODEL}, max_inflight: 1024}\nadmission: {max_queue_size: 4096}\n`,
-  );
-  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-  const gateway = await spawnGateway(config, gatewayUrl);
+  const startGateway = async (name: string, cli: string): Promise<{ child: ChildProcess; url: string }> => {
+    const config = join(dir, `${name}.yaml`);
+    const port = await freePort();
+    await writeFile(
+      config,
+      `server: {host: 127.0.0.1, port: ${port}}\nbackends:\n  - {id: e0, tier: small, base_url: "${engineUrl}", model: ${MODEL}, max_inflight: 1024}\nadmission: {max_queue_size: 4096}\n`,
+    );
+    const url = `http://127.0.0.1:${port}`;
+    return { child: await spawnGateway(config, url, cli), url };
+  };
+  const { child: gateway, url: gatewayUrl } = await startGateway("gateway", CLI);
+  const baseline = BASELINE_CLI === undefined ? undefined : await startGateway("baseline", BASELINE_CLI);
   const floor = await spawnReferenceProxy("floor-proxy.ts", engineUrl);
   const duties = await spawnReferenceProxy("duties-proxy.ts", engineUrl);
   const floorUrl = floor.url;
   const dutiesUrl = duties.url;
 
   const p = (h: hdr.Histogram, q: number): number => h.getValueAtPercentile(q);
-  const paths = { direct: engineUrl, gateway: gatewayUrl, floor: floorUrl, duties: dutiesUrl };
+  const paths: Paths = { direct: engineUrl, gateway: gatewayUrl, floor: floorUrl, duties: dutiesUrl };
+  if (baseline !== undefined) paths.baseline = baseline.url;
   const cold = await coldStart(paths, body(false));
   process.stderr.write("done: cold start\n");
   await warmUp(paths, warmupSeconds * 1000);
   process.stderr.write("done: warm-up\n");
 
   const rows: string[] = [];
+  const baselineRows: string[] = [];
   const scenarios: { concurrency: number; stream: boolean }[] = [];
   for (const concurrency of [1, 16, 64])
     for (const stream of [false, true]) scenarios.push({ concurrency, stream });
@@ -279,22 +294,29 @@ async function main(): Promise<void> {
     const viaGateway = new Pool(gatewayUrl, { connections: concurrency, pipelining: 1 });
     const viaFloor = new Pool(floorUrl, { connections: concurrency, pipelining: 1 });
     const viaDuties = new Pool(dutiesUrl, { connections: concurrency, pipelining: 1 });
+    const viaBaseline =
+      baseline === undefined
+        ? undefined
+        : new Pool(baseline.url, { connections: concurrency, pipelining: 1 });
     const payload = body(stream);
     const d = { total: histogram(), first: histogram() };
     const g = { total: histogram(), first: histogram() };
     const f = { total: histogram(), first: histogram() };
     const u = { total: histogram(), first: histogram() };
+    const b = { total: histogram(), first: histogram() };
     const warm = { total: histogram(), first: histogram() };
     // Opens this scenario's connections, so that no measured request waits for a connect.
     await round(direct, payload, concurrency, perRound, warm, "warm");
     await round(viaGateway, payload, concurrency, perRound, warm, "warm");
     await round(viaFloor, payload, concurrency, perRound, warm, "warm");
     await round(viaDuties, payload, concurrency, perRound, warm, "warm");
+    if (viaBaseline !== undefined) await round(viaBaseline, payload, concurrency, perRound, warm, "warm");
     let directRate = 0;
     let gatewayRate = 0;
     const gatewayCpu = { us: 0, requests: 0 };
     const floorCpu = { us: 0, requests: 0 };
     const dutiesCpu = { us: 0, requests: 0 };
+    const baselineCpu = { us: 0, requests: 0 };
     for (let r = 0; r < rounds; r++) {
       directRate += await round(direct, payload, concurrency, perRound, d, `d${r}`);
       gatewayRate += await metered(gateway.pid, gatewayCpu, perRound, () =>
@@ -306,15 +328,26 @@ async function main(): Promise<void> {
       await metered(duties.child.pid, dutiesCpu, perRound, () =>
         round(viaDuties, payload, concurrency, perRound, u, `u${r}`),
       );
+      if (viaBaseline !== undefined) {
+        await metered(baseline?.child.pid, baselineCpu, perRound, () =>
+          round(viaBaseline, payload, concurrency, perRound, b, `b${r}`),
+        );
+      }
     }
     await direct.close();
     await viaGateway.close();
     await viaFloor.close();
     await viaDuties.close();
+    await viaBaseline?.close();
     const dutiesAdded = `${ms(p(u.total, 50) - p(d.total, 50))} / ${ms(p(u.total, 99) - p(d.total, 99))}`;
     rows.push(
       `| ${concurrency} | ${stream ? "stream" : "json"} | ${ms(p(d.total, 50))} / ${ms(p(d.total, 99))} | ${ms(p(g.total, 50))} / ${ms(p(g.total, 99))} | **${ms(p(g.total, 50) - p(d.total, 50))} / ${ms(p(g.total, 99) - p(d.total, 99))}** | ${stream ? `${ms(p(g.first, 99) - p(d.first, 99))}` : "-"} | ${ms(p(f.total, 50) - p(d.total, 50))} / ${ms(p(f.total, 99) - p(d.total, 99))} | ${dutiesAdded} | ${Math.round(directRate / rounds)} / ${Math.round(gatewayRate / rounds)} | ${perRequest(gatewayCpu)} / ${perRequest(floorCpu)} / ${perRequest(dutiesCpu)} |`,
     );
+    if (viaBaseline !== undefined) {
+      baselineRows.push(
+        `| ${concurrency} | ${stream ? "stream" : "json"} | ${ms(p(g.total, 50) - p(d.total, 50))} / ${ms(p(g.total, 99) - p(d.total, 99))} | ${ms(p(b.total, 50) - p(d.total, 50))} / ${ms(p(b.total, 99) - p(d.total, 99))} | ${perRequest(gatewayCpu)} / ${perRequest(baselineCpu)} |`,
+      );
+    }
     process.stderr.write(`done: c=${concurrency} ${stream ? "stream" : "json"}\n`);
   }
 
@@ -325,6 +358,7 @@ async function main(): Promise<void> {
     model: MODEL,
     messages: [{ role: "user", content: "go" }],
     max_tokens: 256,
+    ignore_eos: true,
     stream: true,
   });
   let worstGapMs = 0;
@@ -356,7 +390,7 @@ async function main(): Promise<void> {
     `machine: ${cpus().length} x ${cpus()[0]?.model ?? "?"}, node ${process.version}, ${process.platform}/${process.arch}`,
   );
   console.log(
-    `command: node --import tsx bench/overhead/run.ts${quick ? " --quick" : ""}${pin ? " --pin" : ""} --warmup-seconds ${warmupSeconds}  (${rounds} alternating rounds per scenario)`,
+    `command: node --import tsx bench/overhead/run.ts${quick ? " --quick" : ""}${pin ? " --pin" : ""} --warmup-seconds ${warmupSeconds}${BASELINE_CLI === undefined ? "" : ` --baseline ${process.argv[baselineFlag + 1]}`}  (${rounds} alternating rounds per scenario)`,
   );
   console.log("");
   console.log(
@@ -368,6 +402,19 @@ async function main(): Promise<void> {
   );
   console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
   for (const row of rows) console.log(row);
+  if (baseline !== undefined) {
+    console.log("");
+    console.log(`this gateway vs the baseline (${BASELINE_CLI}), same rounds:`);
+    console.log("");
+    console.log(
+      "| concurrency | mode | gateway added p50 / p99 ms | baseline added p50 / p99 ms | CPU µs/request gateway / baseline |",
+    );
+    console.log("| --- | --- | --- | --- | --- |");
+    for (const row of baselineRows) console.log(row);
+    console.log(
+      `cold start p50 / p99 ms: gateway ${ms(p(cold.gateway, 50))} / ${ms(p(cold.gateway, 99))}, baseline ${ms(p(cold.baseline, 50))} / ${ms(p(cold.baseline, 99))}`,
+    );
+  }
   console.log("");
   console.log(
     `${streams} concurrent streams x 256 tokens: ${completed}/${streams} completed with metadata and [DONE] in ${Math.round(wallMs)} ms; longest gap between chunks ${worstGapMs.toFixed(1)} ms`,
@@ -376,6 +423,7 @@ async function main(): Promise<void> {
   gateway.kill("SIGTERM");
   floor.child.kill("SIGTERM");
   duties.child.kill("SIGTERM");
+  baseline?.child.kill("SIGTERM");
   engine.child.kill("SIGTERM");
 }
 

@@ -2,7 +2,7 @@
 //
 // Starts `agent-serve sim --profile instant` as its own process (one core for it, one for this client) and drives
 // it with closed-loop clients over an undici Pool on loopback: each of `c` workers sends the next request as soon
-// as the previous answer has been read in full. Short prompt, max_tokens 16, streaming and not.
+// as the previous answer has been read in full. Short prompt, max_tokens 16 with ignore_eos (exactly 16 tokens), streaming and not.
 //
 //   node --import tsx bench/sim/instant-throughput.ts [--seconds 5] [--concurrency 16,64] [--modes json,stream]
 //     [--engine-node-args="--cpu-prof --cpu-prof-dir=/tmp/sim-prof"]   (profile the engine; see cpu-profile.ts)
@@ -100,6 +100,7 @@ async function closedLoop(
       const body = JSON.stringify({
         messages: [{ role: "user", content: `Hello from worker ${id}, request ${i++}. How are you today?` }],
         max_tokens: 16,
+        ignore_eos: true,
         stream,
       });
       const started = performance.now();

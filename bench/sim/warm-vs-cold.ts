@@ -64,6 +64,7 @@ async function runTurn(
       model,
       messages,
       max_tokens: maxTokens,
+      ignore_eos: true, // replies of exactly max_tokens, so every run generates the same tokens
       stream: true,
       stream_options: { include_usage: true },
     }),

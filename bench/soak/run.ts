@@ -98,6 +98,7 @@ async function main(): Promise<void> {
           model: MODEL,
           stream,
           max_tokens: 16,
+          ignore_eos: true,
           messages: [
             { role: "system", content: system },
             { role: "user", content: `turn ${turn} of ${session}` },

@@ -9,6 +9,7 @@ import {
   type ReserveDecision,
 } from "./token-budgets.js";
 import { LuaScript, RedisLink, UNAVAILABLE, type RedisLinkOptions } from "../store/redis-link.js";
+import { WriteBehind } from "../store/write-behind.js";
 
 /*
  * One hash per agent: field = absolute bucket number (floor(now / bucketMs)), value = tokens counted in it.
@@ -95,13 +96,18 @@ return 1
 /** KEYS: agent. ARGV: nowMs, bucketMs, buckets. */
 const USED = new LuaScript(`${WINDOW_SUM}\nreturn used\n`, 1);
 
-/** Charges made while Redis was unreachable, replayed when it is back; the oldest go first past this many. */
+/** Settles made while Redis was unreachable, replayed when it is back; the oldest go first past this many. */
 const MAX_PENDING = 10_000;
 
-interface PendingCharge {
-  agentId: string;
+interface Charge {
   tokens: number;
   atMs: number;
+}
+
+/** One agent's charges, counted in one call (a settle's hold leaving and usage arriving). */
+interface ChargeWrite {
+  agentId: string;
+  charges: readonly Charge[];
 }
 
 /** A hold counted in the shared window (one decided by the local fallback is a plain Reservation). */
@@ -124,7 +130,7 @@ export class RedisBudgetStore implements BudgetStore {
   private readonly link: RedisLink;
   /** This replica's own share of usage: decides alone while Redis is away. */
   private local: TokenBudgets;
-  private pending: PendingCharge[] = [];
+  private readonly writes: WriteBehind<ChargeWrite>;
 
   constructor(
     private settings: BudgetSettings,
@@ -132,7 +138,16 @@ export class RedisBudgetStore implements BudgetStore {
   ) {
     this.local = new TokenBudgets(settings);
     this.link = new RedisLink({ ...options.link, name: "budgets", scripts: [RESERVE, ADD, USED] });
-    this.link.onReady(() => this.replay());
+    // Charges made while Redis is away are replayed when it is back, each in the bucket of its own time.
+    this.writes = new WriteBehind({
+      link: this.link,
+      maxPending: MAX_PENDING,
+      call: ({ agentId, charges }) => {
+        const args: number[] = [this.bucketMs, this.settings.windowMs];
+        for (const charge of charges) args.push(charge.atMs, charge.tokens);
+        return { script: ADD, keys: [this.key(agentId)], args };
+      },
+    });
   }
 
   private get bucketMs(): number {
@@ -180,19 +195,18 @@ export class RedisBudgetStore implements BudgetStore {
 
   settle(reservation: Reservation, usedTokens: number, nowMs: number): void {
     const used = usedTokens > 0 ? Math.round(usedTokens) : 0;
-    const charges: PendingCharge[] = [];
+    const charges: Charge[] = [];
     if (isShared(reservation)) {
       // The hold leaves the bucket it was counted in; the real usage is counted now (one call for both).
-      if (reservation.tokens > 0)
-        charges.push({ agentId: reservation.agentId, tokens: -reservation.tokens, atMs: reservation.atMs });
+      if (reservation.tokens > 0) charges.push({ tokens: -reservation.tokens, atMs: reservation.atMs });
     } else {
       this.local.settle(reservation, 0, nowMs);
     }
     if (used > 0) {
       this.local.charge(reservation.agentId, used, nowMs);
-      charges.push({ agentId: reservation.agentId, tokens: used, atMs: nowMs });
+      charges.push({ tokens: used, atMs: nowMs });
     }
-    if (charges.length > 0) this.write(reservation.agentId, charges);
+    if (charges.length > 0) this.writes.submit({ agentId: reservation.agentId, charges });
   }
 
   async usage(agentId: string, nowMs: number): Promise<number> {
@@ -209,13 +223,13 @@ export class RedisBudgetStore implements BudgetStore {
     this.local.configure(settings);
   }
 
-  /** Charges waiting for Redis to come back (for tests and the admin view). */
-  get pendingCharges(): number {
-    return this.pending.length;
+  /** Settles' charges waiting for Redis to come back (for tests and the admin view). */
+  get pendingWrites(): number {
+    return this.writes.size;
   }
 
   flush(): Promise<void> {
-    return this.link.flush();
+    return this.writes.flush();
   }
 
   connected(timeoutMs: number): Promise<boolean> {
@@ -224,30 +238,5 @@ export class RedisBudgetStore implements BudgetStore {
 
   async close(): Promise<void> {
     await this.link.close();
-  }
-
-  /** Counts one agent's charges in the shared window, in one call; queued while Redis is away. */
-  private write(agentId: string, charges: readonly PendingCharge[]): void {
-    if (!this.link.up) {
-      for (const charge of charges) this.queue(charge);
-      return;
-    }
-    const args: number[] = [this.bucketMs, this.settings.windowMs];
-    for (const charge of charges) args.push(charge.atMs, charge.tokens);
-    this.link.send(ADD, [this.key(agentId)], args, (reply) => {
-      if (reply === UNAVAILABLE) for (const charge of charges) this.queue(charge);
-    });
-  }
-
-  private queue(charge: PendingCharge): void {
-    this.pending.push(charge);
-    if (this.pending.length > MAX_PENDING) this.pending.splice(0, this.pending.length - MAX_PENDING);
-  }
-
-  /** Back: what was counted meanwhile is added to the shared window, each in the bucket of its own time. */
-  private replay(): void {
-    const pending = this.pending;
-    this.pending = [];
-    for (const charge of pending) this.write(charge.agentId, [charge]);
   }
 }

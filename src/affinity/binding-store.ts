@@ -1,48 +1,68 @@
-// The interface of the sticky-binding table (session -> backend), so a shared store can replace the local one.
+// The binding store's contract (session -> backend): one async interface, kept by memory or by Redis.
 import type { Hash64 } from "./hash.js";
 
-/** The session had a binding, but it lapsed (TTL passed without activity). Reported by get(), never bound. */
+/** The session had a binding, but it lapsed (TTL passed without activity). Reported by lookup(), never bound. */
 export const EXPIRED: unique symbol = Symbol("binding expired");
-/** The session had a binding, but its backend went down or failed it. Reported by get(), never bound. */
+/** The session had a binding, but its backend went down or failed it. Reported by lookup(), never bound. */
 export const BROKEN: unique symbol = Symbol("binding broken");
 
-/** What get() knows of a session: its live backend id, why it has none any more, or undefined (never seen). */
+/** What a lookup knows of a session: its live backend id, why it has none any more, or undefined (never seen). */
 export type BindingLookup = string | typeof EXPIRED | typeof BROKEN | undefined;
 
-export interface BindingStore {
-  /** Sessions remembered: live bindings plus expired and broken ones not yet reclaimed (bounded by the cap). */
-  readonly size: number;
-  /** Bindings dropped because the table was full (least recently used first). */
-  readonly evictions: number;
-  /** Looks a session up without refreshing it; an expired binding is never returned as live. */
-  get(sessionId: string, nowMs: number): BindingLookup;
+/**
+ * A change a placement decision makes to the bindings (src/affinity/decide.ts). Decisions only name them;
+ * the placement service hands them to the store, which applies them in order.
+ */
+export type BindingEffect =
   /**
-   * Binds or rebinds a session until `expiresAtMs`, making it the most recently used. `placement` is the
-   * session's rendezvous hash, kept so that moveSessions() can re-place bindings without their ids.
+   * Binds or rebinds the session until `expiresAtMs`. `placement` is its rendezvous hash, kept so that
+   * moveSessions() can re-place bindings without their ids.
    */
-  bind(sessionId: string, placement: Hash64, backendId: string, expiresAtMs: number, nowMs: number): void;
-  /** Extends a live binding until `expiresAtMs` and makes it the most recently used (the hit path). */
-  refresh(sessionId: string, expiresAtMs: number): void;
-  /** Forgets a session entirely. */
-  delete(sessionId: string): void;
-  /** Breaks the session's binding if (and only if) it is live and points at `backendId`; true if it did. */
-  breakBinding(sessionId: string, backendId: string, nowMs: number): boolean;
-  /** Breaks every live binding to `backendId`; returns how many. Touches only that backend's bindings. */
-  breakBackend(backendId: string, nowMs: number): number;
-  /** Live-or-unreclaimed bindings that point at `backendId`. */
-  countFor(backendId: string): number;
+  | {
+      readonly kind: "bind";
+      readonly sessionId: string;
+      readonly placement: Hash64;
+      readonly backendId: string;
+      readonly expiresAtMs: number;
+    }
+  /** Extends the session's live binding until `expiresAtMs` (the hit path). */
+  | { readonly kind: "refresh"; readonly sessionId: string; readonly expiresAtMs: number }
+  /**
+   * Breaks the session's binding if (and only if) it is live and points at `backendId`. `tier` labels the
+   * broken count the store reports when it did.
+   */
+  | { readonly kind: "break"; readonly sessionId: string; readonly backendId: string; readonly tier: string };
+
+/** Whether a lookup is the routing of a turn (a live binding's TTL may slide with it) or only a look. */
+export type LookupPurpose = "route" | "peek";
+
+/** Told how many bindings of a tier a store broke (counted once over replicas: by the one that broke them). */
+export type BrokenListener = (tier: string, count: number) => void;
+
+export interface BindingStore {
+  /** What the store knows of a session at `nowMs`; never rejects (a shared store fails open to its local view). */
+  lookup(sessionId: string, nowMs: number, purpose: LookupPurpose): Promise<BindingLookup>;
+  /** Applies a decision's effects in order. Resolves once this replica's view has them (writes may follow). */
+  apply(effects: readonly BindingEffect[], nowMs: number): Promise<void>;
+  /** Breaks every live binding to `backendId`; resolves how many this replica's view held. */
+  breakBackend(backendId: string, tier: string, nowMs: number): Promise<number>;
+  /** Reclaims up to `maxEntries` expired bindings, oldest first, without scanning live ones; resolves how many. */
+  sweep(nowMs: number, maxEntries: number): Promise<number>;
   /**
    * Rebinds to `toBackendId` each live binding of `fromBackendId` whose placement hash `shouldMove` accepts,
-   * keeping its expiry and recency (a move is not a use); returns how many moved.
+   * keeping its expiry (a move is not a use); resolves how many moved. Local to this replica: the config
+   * refuses rebalance_on_backend_recovery with a shared store.
    */
   moveSessions(
     fromBackendId: string,
     toBackendId: string,
     nowMs: number,
     shouldMove: (placement: Hash64) => boolean,
-  ): number;
-  /** Forgets every session. */
+  ): Promise<number>;
+  /** Bindings to `backendId` in this replica's view (admin view and the bindings gauge). */
+  countFor(backendId: string): number;
+  /** Forgets every session this replica holds (affinity turned off by a reload). */
   clear(): void;
-  /** Reclaims up to `maxEntries` expired bindings, oldest first, without scanning live ones; returns how many. */
-  sweep(nowMs: number, maxEntries: number): number;
+  /** Where broken bindings are counted (the placement service's recorder); one listener. */
+  onBroken(listener: BrokenListener): void;
 }

@@ -1,5 +1,6 @@
 // Session bindings in Redis (or Valkey), shared by every replica: four atomic Lua scripts and their replies.
 import { LuaScript, UNAVAILABLE, type RedisLink, type Unavailable } from "../store/redis-link.js";
+import type { ScriptCall } from "../store/write-behind.js";
 
 /*
  * Keys, under the configured prefix P:
@@ -10,7 +11,7 @@ import { LuaScript, UNAVAILABLE, type RedisLink, type Unavailable } from "../sto
  *   P inv                the pub/sub channel on which every change of routing is announced: "s<session>"
  *                        when a write moves a session (not when it only refreshes it) or a break breaks it,
  *                        "b<backend>" when a backend's bindings all break. Replicas that cache confirmed
- *                        bindings (ReplicatedBindings) drop them on these.
+ *                        bindings (RedisBindingStore) drop them on these.
  * "Break every binding of backend X" is one script: count the live members of X's current set, drop the
  * set (UNLINK frees it off the main thread), bump X's epoch. A binding written at an older epoch reads as
  * broken from then on, so nothing is walked: O(1) however many bindings X held (besides trimming members
@@ -32,8 +33,8 @@ end
 /**
  * KEYS: b:<session>. ARGV: nowMs, prefix, ttlMs, graceMs, session. Returns nil | {"live", backend, exp} |
  * {"expired", backend, exp} | {"broken", backend}. With ttlMs > 0 (the request path) a live binding's TTL
- * slides here, in the same round trip: the turn is about to be served by it (the scheduler's refresh that
- * follows is then not written again, see ReplicatedBindings.refresh). A binding written after nowMs (by
+ * slides here, in the same round trip: the turn is about to be served by it (the decision's refresh that
+ * follows is then not written again, see RedisBindingStore). A binding written after nowMs (by
  * a replica whose clock runs ahead) is left as it is. ttlMs = 0 only reads (the admin view).
  */
 const LOOKUP = new LuaScript(
@@ -138,7 +139,10 @@ export type RemoteBinding =
   | { state: "expired"; backendId: string; expiresAtMs: number }
   | { state: "broken"; backendId: string };
 
-/** The four operations on the shared bindings; every one resolves UNAVAILABLE (never rejects) when Redis is away. */
+/**
+ * The four operations on the shared bindings: the lookup is run and awaited (it never rejects: UNAVAILABLE
+ * when Redis is away); the three writes are script calls for a write-behind queue (src/store/write-behind.ts).
+ */
 export class RedisBindings {
   constructor(
     readonly link: RedisLink,
@@ -161,12 +165,8 @@ export class RedisBindings {
 
   /** What Redis holds of a session; with `refresh`, a live binding's TTL slides from nowMs (same round trip). */
   async lookup(sessionId: string, nowMs: number, refresh: boolean): Promise<RemoteBinding | Unavailable> {
-    const ttlMs = Math.max(1, Math.ceil(this.ttlMs));
-    const reply = await this.link.run(
-      LOOKUP,
-      [this.prefix + "b:" + sessionId],
-      [Math.floor(nowMs), this.prefix, refresh ? ttlMs : 0, ttlMs, sessionId],
-    );
+    const { script, keys, args } = this.lookupCall(sessionId, nowMs, refresh);
+    const reply = await this.link.run(script, keys, args);
     if (reply === UNAVAILABLE) return UNAVAILABLE;
     if (!Array.isArray(reply)) return { state: "absent" };
     const [state, backendId, expires] = reply as string[];
@@ -177,19 +177,24 @@ export class RedisBindings {
       : { state: "expired", backendId: backendId!, expiresAtMs };
   }
 
-  write(
-    sessionId: string,
-    backendId: string,
-    expiresAtMs: number,
-    atMs: number,
-    onDone: (written: boolean | Unavailable) => void,
-  ): void {
+  /** The lookup's script call; its reply is nil or {state, backend[, expiresAtMs]}. */
+  lookupCall(sessionId: string, nowMs: number, refresh: boolean): ScriptCall {
+    const ttlMs = Math.max(1, Math.ceil(this.ttlMs));
+    return {
+      script: LOOKUP,
+      keys: [this.prefix + "b:" + sessionId],
+      args: [Math.floor(nowMs), this.prefix, refresh ? ttlMs : 0, ttlMs, sessionId],
+    };
+  }
+
+  /** Binds (or refreshes) a session unless a newer decision stands; its reply is 1 if written. */
+  write(sessionId: string, backendId: string, expiresAtMs: number, atMs: number): ScriptCall {
     const expires = Math.ceil(expiresAtMs);
     const at = Math.floor(atMs);
-    this.link.send(
-      WRITE,
-      [this.prefix + "b:" + sessionId],
-      [
+    return {
+      script: WRITE,
+      keys: [this.prefix + "b:" + sessionId],
+      args: [
         at,
         backendId,
         expires,
@@ -198,30 +203,24 @@ export class RedisBindings {
         this.prefix,
         sessionId,
       ],
-      (reply) => onDone(reply === UNAVAILABLE ? UNAVAILABLE : reply === 1),
-    );
+    };
   }
 
-  breakBinding(
-    sessionId: string,
-    backendId: string,
-    atMs: number,
-    onDone: (broke: boolean | Unavailable) => void,
-  ): void {
-    this.link.send(
-      BREAK,
-      [this.prefix + "b:" + sessionId],
-      [Math.floor(atMs), backendId, this.prefix, sessionId],
-      (reply) => onDone(reply === UNAVAILABLE ? UNAVAILABLE : reply === 1),
-    );
+  /** Breaks a session's binding to the backend; its reply is 1 only for the one call that broke it. */
+  breakBinding(sessionId: string, backendId: string, atMs: number): ScriptCall {
+    return {
+      script: BREAK,
+      keys: [this.prefix + "b:" + sessionId],
+      args: [Math.floor(atMs), backendId, this.prefix, sessionId],
+    };
   }
 
-  breakBackend(backendId: string, atMs: number, onDone: (broken: number | Unavailable) => void): void {
-    this.link.send(
-      BREAK_BACKEND,
-      [this.prefix + "e:" + backendId],
-      [Math.floor(atMs), this.prefix, backendId],
-      (reply) => onDone(typeof reply === "number" ? reply : UNAVAILABLE),
-    );
+  /** Breaks every binding of the backend; its reply is how many were live. */
+  breakBackend(backendId: string, atMs: number): ScriptCall {
+    return {
+      script: BREAK_BACKEND,
+      keys: [this.prefix + "e:" + backendId],
+      args: [Math.floor(atMs), this.prefix, backendId],
+    };
   }
 }

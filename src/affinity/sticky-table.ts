@@ -11,7 +11,7 @@
 // the id strings would cost more than everything else together. Two live ids with the same 64-bit hash are
 // astronomically unlikely (~3e-8 among 1,000,000 live sessions) and could not be forced by a client without
 // the per-process key; even then the only effect is a session starting on another's engine with a cold cache.
-import { BROKEN, EXPIRED, type BindingLookup, type BindingStore } from "./binding-store.js";
+import { BROKEN, EXPIRED, type BindingLookup } from "./binding-store.js";
 import type { Hash64 } from "./hash.js";
 import { KeyedHasher } from "./keyed-hash.js";
 
@@ -36,7 +36,7 @@ const PLACEMENT_LO = 8;
 const BACKEND_PREV = 9;
 const BACKEND_NEXT = 10;
 
-export class StickyTable implements BindingStore {
+export class StickyTable {
   private readonly hasher: KeyedHasher;
   // The last id hashed, so the refresh or bind that follows a get() of the same id does not hash it again.
   private lastId: string | undefined;
@@ -78,14 +78,17 @@ export class StickyTable implements BindingStore {
     this.bucketMask = bucketCountFor(this.capacity) - 1;
   }
 
+  /** Sessions remembered: live bindings plus expired and broken ones not yet reclaimed (bounded by the cap). */
   get size(): number {
     return this.count;
   }
 
+  /** Bindings dropped because the table was full (least recently used first). */
   get evictions(): number {
     return this.evicted;
   }
 
+  /** Looks a session up without refreshing it; an expired binding is never returned as live. */
   get(sessionId: string, nowMs: number): BindingLookup {
     const record = this.find(sessionId);
     if (record === NONE) return undefined;
@@ -102,6 +105,10 @@ export class StickyTable implements BindingStore {
     return this.expiries[expiryIndex(record)];
   }
 
+  /**
+   * Binds or rebinds a session until `expiresAtMs`, making it the most recently used. `placement` is the
+   * session's rendezvous hash, kept so that moveSessions() can re-place bindings without their ids.
+   */
   bind(sessionId: string, placement: Hash64, backendId: string, expiresAtMs: number, nowMs: number): void {
     const backend = this.backendIndexOf(backendId);
     let record = this.find(sessionId);
@@ -128,6 +135,7 @@ export class StickyTable implements BindingStore {
     this.expiries[expiryIndex(record)] = expiresAtMs;
   }
 
+  /** Extends a live binding until `expiresAtMs` and makes it the most recently used (the hit path). */
   refresh(sessionId: string, expiresAtMs: number): void {
     const record = this.find(sessionId);
     if (record === NONE || this.words[record * RECORD_WORDS + BACKEND] === TOMBSTONE) return;
@@ -135,11 +143,13 @@ export class StickyTable implements BindingStore {
     this.expiries[expiryIndex(record)] = expiresAtMs;
   }
 
+  /** Forgets a session entirely. */
   delete(sessionId: string): void {
     const record = this.find(sessionId);
     if (record !== NONE) this.release(record);
   }
 
+  /** Breaks the session's binding if (and only if) it is live and points at `backendId`; true if it did. */
   breakBinding(sessionId: string, backendId: string, nowMs: number): boolean {
     const record = this.find(sessionId);
     if (record === NONE) return false;
@@ -150,6 +160,7 @@ export class StickyTable implements BindingStore {
     return true;
   }
 
+  /** Breaks every live binding to `backendId`; returns how many. Touches only that backend's bindings. */
   breakBackend(backendId: string, nowMs: number): number {
     const backend = this.indexByBackend.get(backendId);
     if (backend === undefined) return 0;
@@ -168,11 +179,16 @@ export class StickyTable implements BindingStore {
     return broken;
   }
 
+  /** Live-or-unreclaimed bindings that point at `backendId`. */
   countFor(backendId: string): number {
     const backend = this.indexByBackend.get(backendId);
     return backend === undefined ? 0 : this.backendCount[backend]!;
   }
 
+  /**
+   * Rebinds to `toBackendId` each live binding of `fromBackendId` whose placement hash `shouldMove` accepts,
+   * keeping its expiry and recency (a move is not a use); returns how many moved.
+   */
   moveSessions(
     fromBackendId: string,
     toBackendId: string,
@@ -201,6 +217,7 @@ export class StickyTable implements BindingStore {
     return moving.length;
   }
 
+  /** Forgets every session. */
   clear(): void {
     this.buckets.fill(0);
     this.count = 0;
@@ -212,6 +229,7 @@ export class StickyTable implements BindingStore {
     this.backendCount.fill(0);
   }
 
+  /** Reclaims up to `maxEntries` expired bindings, oldest first, without scanning live ones; returns how many. */
   sweep(nowMs: number, maxEntries: number): number {
     // Every binding gets the same TTL from its last use, so the least recently used is also the first to
     // expire: reclaiming from the tail finds every expired binding without looking at a live one. (After a

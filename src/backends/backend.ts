@@ -1,6 +1,6 @@
 // One configured engine as the gateway sees it: identity, health, drain flag, in-flight and queued counts.
 import { hashString, type Hash64 } from "../affinity/hash.js";
-import type { BackendState, SchedulingCandidate } from "../affinity/scheduler.js";
+import type { BackendState, SchedulingCandidate } from "../affinity/decide.js";
 import type { BackendConfig } from "../config/schema.js";
 import type { EngineLoad } from "./engine-load.js";
 import { HealthStateMachine, type HealthThresholds } from "./health-state.js";

@@ -6,7 +6,7 @@ import {
   POLICY_NAMES,
   SGLANG_CONFIG_DEFAULTS,
 } from "../affinity/policies/create-policy.js";
-import { SESSIONLESS_MODES } from "../affinity/scheduler.js";
+import { SESSIONLESS_MODES } from "../affinity/decide.js";
 import { tracingSchema } from "../tracing/config.js";
 import { bindingStoreSchema, budgetStoreSchema, discoverySchema } from "./shared-state.js";
 

@@ -23,6 +23,8 @@ export interface GenerateParams {
   prompt: number[];
   maxTokens: number;
   sampling: Sampling;
+  /** vLLM's ignore_eos: an end-of-generation token does not end the reply (it is decoded like any other). */
+  ignoreEos?: boolean;
   signal: AbortSignal;
   /** The first token is sampled: the prompt is evaluated, and this many of its tokens came from the slot. */
   onFirstToken?: (cachedTokens: number) => void;
@@ -38,6 +40,9 @@ export interface GenerationResult {
   /** "abort": the signal fired (the client left or the engine is closing). */
   finishReason: "stop" | "length" | "abort";
 }
+
+/** A generation that ran to its end (stop or length), not aborted. */
+export type FinishedGeneration = GenerationResult & { finishReason: "stop" | "length" };
 
 class Slot {
   /** Leading state tokens that came from the last request's prompt; the rest of the state it generated. */
@@ -127,7 +132,7 @@ export class LlamaEngine {
           finishReason = "abort";
           break;
         }
-        if (this.model.isEogToken(token)) {
+        if (params.ignoreEos !== true && this.model.isEogToken(token)) {
           finishReason = "stop";
           break;
         }

@@ -1,4 +1,5 @@
-// The real engine's HTTP surface: vLLM's OpenAI-compatible chat and text completions, /v1/models, /metrics, /health.
+// The real engine's HTTP surface: vLLM's OpenAI-compatible chat and text completions, the Anthropic Messages API,
+// /v1/models, /metrics, /health.
 //
 // Request validation, error envelopes and response shapes are the simulator's (src/sim), which follow vLLM: the
 // gateway and its clients cannot tell the two engines apart by their answers, only by their timings.
@@ -19,8 +20,15 @@ import {
   type Usage,
 } from "../sim/openai-shapes.js";
 import { ENGINE_DEFAULTS } from "./defaults.js";
-import type { LlamaEngine } from "./llama-engine.js";
-import { parseEngineRequest, type Endpoint } from "./requests.js";
+import type { FinishedGeneration, LlamaEngine } from "./llama-engine.js";
+import { EngineMessagesAnswer } from "./messages-answer.js";
+import { sendAnthropicError } from "../sim/messages-shapes.js";
+import {
+  parseEngineMessagesRequest,
+  parseEngineRequest,
+  type Endpoint,
+  type GenerationRequest,
+} from "./requests.js";
 import type { EngineMetrics } from "./metrics.js";
 
 /** What the server has seen, as the handle's stats() reports it: the same counters as the simulator's. */
@@ -34,6 +42,8 @@ const ROUTES = new Map<string, readonly string[]>([
   ["/v1/models", ["GET"]],
   ["/v1/chat/completions", ["POST"]],
   ["/v1/completions", ["POST"]],
+  ["/v1/messages", ["POST"]],
+  ["/v1/messages/count_tokens", ["POST"]],
 ]);
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
@@ -98,12 +108,19 @@ export class EngineServer {
     if (!methods) return sendRouteError(res, 404);
     if (!methods.includes(req.method ?? "")) return sendRouteError(res, 405);
     if (answerInfoRoute(path, res, this.info, (err: unknown) => this.fail(res, err))) return;
+    if (path.startsWith("/v1/messages")) {
+      const countOnly = path.endsWith("/count_tokens");
+      if (!countOnly) this.counters.requestsReceived += 1;
+      this.handleMessages(req, res, countOnly).catch((err: unknown) => this.fail(res, err, true));
+      return;
+    }
     this.counters.requestsReceived += 1;
     const endpoint: Endpoint = path === "/v1/completions" ? "completion" : "chat";
     this.handleGenerate(req, res, endpoint).catch((err: unknown) => this.fail(res, err));
   }
 
-  private fail(res: ServerResponse, err: unknown): void {
+  /** `anthropic`: the Messages routes answer errors in Anthropic's envelope, as vLLM's Anthropic endpoint does. */
+  private fail(res: ServerResponse, err: unknown, anthropic = false): void {
     const error =
       err instanceof SimRequestError
         ? err
@@ -115,6 +132,7 @@ export class EngineServer {
     if (error.status >= 500) this.counters.requestsFailed += 1;
     else this.counters.requestsRejected += 1;
     if (res.headersSent) res.destroy();
+    else if (anthropic) sendAnthropicError(res, error);
     else sendError(res, error);
   }
 
@@ -122,7 +140,6 @@ export class EngineServer {
     const arrivedMs = performance.now();
     const body = await readJsonBody(req, ENGINE_DEFAULTS.maxRequestBodyBytes);
     const request = parseEngineRequest(body, endpoint, this.engine, this.servedModel);
-    const { prompt } = request;
     const chat = endpoint === "chat";
     const identity = {
       id: `${chat ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`,
@@ -134,26 +151,74 @@ export class EngineServer {
       res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
       res.flushHeaders();
     }
-    const controller = new AbortController();
-    res.on("close", () => controller.abort());
     // A chat stream opens with the assistant's role, as vLLM sends it with the first token; a text stream does not.
     let opened = !chat;
-    const generation = this.engine.generate({
-      prompt,
-      maxTokens: request.maxTokens,
-      sampling: request.sampling,
-      signal: controller.signal,
-      onFirstToken: (cachedTokens) =>
-        this.metrics.observePrefill(
-          { promptTokens: prompt.length, cachedTokens },
-          (performance.now() - arrivedMs) / 1000,
-        ),
+    const result = await this.generate(res, request, arrivedMs, {
       onText: (text) => {
         if (!sse) return;
         if (!opened) res.write(sse.role(0));
         opened = true;
         res.write(sse.delta(0, text, null));
       },
+    });
+    if (!result) return;
+    const totals: Usage = usage(result.promptTokens, result.completionTokens, result.cachedTokens);
+    if (sse) {
+      let tail = opened ? "" : sse.role(0);
+      tail += sse.delta(0, "", result.finishReason);
+      if (request.includeUsage) tail += sse.usage(totals);
+      res.end(tail + SSE_DONE);
+      return;
+    }
+    const choices = [{ index: 0, text: result.text, finishReason: result.finishReason }];
+    writeJson(
+      res,
+      200,
+      chat ? chatCompletionBody(identity, choices, totals) : completionBody(identity, choices, totals),
+    );
+  }
+
+  /** The Anthropic Messages API on the chat path: the same generation, Anthropic's answer shapes. */
+  private async handleMessages(req: IncomingMessage, res: ServerResponse, countOnly: boolean): Promise<void> {
+    const arrivedMs = performance.now();
+    const body = await readJsonBody(req, ENGINE_DEFAULTS.maxRequestBodyBytes);
+    const request = parseEngineMessagesRequest(body, this.engine, this.servedModel, countOnly);
+    if (countOnly) return writeJson(res, 200, { input_tokens: request.prompt.length });
+    const answer = new EngineMessagesAnswer(res, this.servedModel, request.stream, request.prompt.length);
+    const result = await this.generate(res, request, arrivedMs, {
+      onFirstToken: (cachedTokens) => answer.firstToken(cachedTokens),
+      onText: (text) => answer.text(text),
+    });
+    if (result) answer.finish(result);
+  }
+
+  /**
+   * Runs one generation with the engine's metrics and counters; undefined when it was aborted (the client left,
+   * or the engine is closing), the response then destroyed.
+   */
+  private async generate(
+    res: ServerResponse,
+    request: GenerationRequest,
+    arrivedMs: number,
+    hooks: { onFirstToken?: (cachedTokens: number) => void; onText: (text: string) => void },
+  ): Promise<FinishedGeneration | undefined> {
+    const { prompt } = request;
+    const controller = new AbortController();
+    res.on("close", () => controller.abort());
+    const generation = this.engine.generate({
+      prompt,
+      maxTokens: request.maxTokens,
+      sampling: request.sampling,
+      ignoreEos: request.ignoreEos,
+      signal: controller.signal,
+      onFirstToken: (cachedTokens) => {
+        this.metrics.observePrefill(
+          { promptTokens: prompt.length, cachedTokens },
+          (performance.now() - arrivedMs) / 1000,
+        );
+        hooks.onFirstToken?.(cachedTokens);
+      },
+      onText: hooks.onText,
     });
     this.inflight.set(controller, generation);
     try {
@@ -166,31 +231,18 @@ export class EngineServer {
       if (result.finishReason === "abort") {
         this.counters.requestsAborted += 1;
         res.destroy();
-        return;
+        return undefined;
       }
-      const totals: Usage = usage(result.promptTokens, result.completionTokens, result.cachedTokens);
       this.counters.requestsServed += 1;
-      this.counters.promptTokens += totals.prompt_tokens;
-      this.counters.cachedTokens += totals.prompt_tokens_details.cached_tokens;
-      this.counters.completionTokens += totals.completion_tokens;
-      if (sse) {
-        let tail = opened ? "" : sse.role(0);
-        tail += sse.delta(0, "", result.finishReason);
-        if (request.includeUsage) tail += sse.usage(totals);
-        res.end(tail + SSE_DONE);
-        return;
-      }
-      const choices = [{ index: 0, text: result.text, finishReason: result.finishReason }];
-      writeJson(
-        res,
-        200,
-        chat ? chatCompletionBody(identity, choices, totals) : completionBody(identity, choices, totals),
-      );
+      this.counters.promptTokens += result.promptTokens;
+      this.counters.cachedTokens += result.cachedTokens;
+      this.counters.completionTokens += result.completionTokens;
+      return { ...result, finishReason: result.finishReason };
     } catch (err) {
       if (controller.signal.aborted) {
         this.counters.requestsAborted += 1; // withdrawn while it waited for a slot
         res.destroy();
-        return;
+        return undefined;
       }
       throw err;
     } finally {

@@ -68,11 +68,10 @@ export async function handleAdmin(
     requireMethod(method, "GET");
     const sessionId = parts[2]!;
     // The binding as every replica sees it (not refreshed), and the session's last receipts.
-    const [, receipts] = await Promise.all([
-      rt.sharedBindings?.peek(sessionId),
+    const [bound, receipts] = await Promise.all([
+      rt.scheduler.boundBackend(sessionId),
       rt.receipts.recent(sessionId),
     ]);
-    const bound = rt.scheduler.boundBackend(sessionId);
     if (bound === undefined && receipts === undefined)
       throw new GatewayError(
         "session_not_found",

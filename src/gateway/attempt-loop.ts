@@ -1,6 +1,7 @@
 // Stage 4 of a completion: pick a backend, take a slot, run one attempt, fail over to the next on failure.
 import type { ServerResponse } from "node:http";
-import type { AffinityScheduler, PlacementHints } from "../affinity/scheduler.js";
+import type { PlacementHints } from "../affinity/decide.js";
+import type { LookedUp, PlacementService } from "../affinity/placement-service.js";
 import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
@@ -26,7 +27,7 @@ export interface AttemptLoopDeps {
   readonly clock: Clock;
   readonly logger: { warn(fields: object, message: string): void };
   readonly registry: BackendRegistry;
-  readonly scheduler: AffinityScheduler;
+  readonly scheduler: PlacementService;
   readonly slots: BackendSlots;
   readonly pools: UpstreamPools;
   readonly metrics: GatewayMetrics;
@@ -54,6 +55,8 @@ export interface RoutedRequest {
   onlyBackend: string | undefined;
   /** What placement reads of the body (the prompt prefix's key, computed only if read). */
   placement: PlacementHints;
+  /** The session's binding as routing looked it up (PlacementService.lookup): the first attempt places by it. */
+  binding?: LookedUp;
   /** What the gateway changed for the engine, and how to restore its answers for the client. */
   adaptation?: Adaptation | undefined;
   /** The turn's route receipt in the making (src/receipts), when it is receipted. */
@@ -92,7 +95,16 @@ export async function runAttemptLoop(
       request.onlyBackend === undefined
         ? tierBackends
         : tierBackends.filter((b) => b.id === request.onlyBackend);
-    const selection = deps.scheduler.selectBackend(sessionId, tier, candidates, exclude, request.placement);
+    // Later attempts look the binding up again: the failure broke it, or another turn may have moved it.
+    const binding = ctx.attempts === 0 ? request.binding : undefined;
+    const selection = await deps.scheduler.place(
+      sessionId,
+      tier,
+      candidates,
+      exclude,
+      request.placement,
+      binding,
+    );
     if (selection === undefined) break;
     const { backend } = selection;
     ctx.attempts++;
@@ -171,7 +183,7 @@ export async function runAttemptLoop(
       lastFailure = err;
       exclude.add(backend.id);
       // Break the session's binding first, so a health transition triggered below does not count it twice.
-      deps.scheduler.onAttemptFailed(sessionId, tier, backend.id);
+      await deps.scheduler.onAttemptFailed(sessionId, tier, backend.id);
       if (err.healthSignal) deps.outcomes.failed(backend);
       const cause = err.cause instanceof Error ? err.cause.message : undefined;
       deps.logger.warn(

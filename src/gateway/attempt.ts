@@ -5,7 +5,7 @@ import type { Dispatcher } from "undici";
 import { GatewayError } from "../core/errors.js";
 import type { Backend } from "../backends/backend.js";
 import { stopReasonError, type AttemptAbort } from "./attempt-abort.js";
-import { engineErrorEnvelope } from "./engine-error.js";
+import { engineErrorBody } from "./engine-error.js";
 import {
   metadataHeaderList,
   metadataMember,
@@ -364,8 +364,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   }
 
   private writeBuffered(body: Buffer): void {
-    const out =
-      this.status === 200 ? body : Buffer.from(JSON.stringify(engineErrorEnvelope(body, this.status)));
+    const out = this.status === 200 ? body : engineErrorBody(this.plan.path, body, this.status);
     const headers = metadataHeaderList(this.plan.meta, this.plan.requestId);
     headers.push("content-type", "application/json", "content-length", String(out.length));
     // An engine's own 429 says when to come back: the client hears it too.

@@ -2,6 +2,7 @@
 // -> route -> attempt loop -> settle. Each stage lives in its own file and takes only what it needs.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
+import type { LookedUp } from "../affinity/placement-service.js";
 import { adaptRequest } from "./adaptation/adapt-request.js";
 import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
@@ -74,12 +75,12 @@ export async function handleCompletion(
   let tier: string;
   let tierSource: TierSource;
   let hold: BudgetHold | undefined;
+  let binding: LookedUp;
   try {
-    // With a shared binding store: the session's binding as every replica sees it, before anything reads it.
-    if (rt.sharedBindings !== undefined && sessionId !== undefined && rt.scheduler.affinityEnabled) {
-      await rt.sharedBindings.prepare(sessionId);
-    }
-    ({ tier, source: tierSource } = routeTier(client, request, rt.registry, rt.scheduler, settings.tiers));
+    // The session's binding (with a shared store, as every replica sees it), looked up once for the turn:
+    // routing reads it and the first attempt's placement decides by it.
+    binding = await rt.scheduler.lookup(sessionId);
+    ({ tier, source: tierSource } = routeTier(client, request, rt.registry, binding.binding, settings.tiers));
     if (conversation.owner !== undefined) {
       tier = conversation.owner.tier;
     } else if (tierSource === "auto_default" && rt.classifier !== undefined) {
@@ -125,6 +126,7 @@ export async function handleCompletion(
         messages: endpoint === "messages",
         onlyBackend: conversation.owner?.id,
         placement: request,
+        binding,
         receipt,
       },
       res,

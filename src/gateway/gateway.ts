@@ -6,10 +6,11 @@ import { pino, type Logger } from "pino";
 import { createBalancer } from "../affinity/balancers.js";
 import { ResponseOwners } from "../affinity/response-owners.js";
 import { createPolicy } from "../affinity/policies/create-policy.js";
-import { AffinityScheduler } from "../affinity/scheduler.js";
+import { PlacementService } from "../affinity/placement-service.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { BINDING_SCRIPTS, RedisBindings } from "../affinity/redis-bindings.js";
-import { ReplicatedBindings } from "../affinity/replicated-bindings.js";
+import { RedisBindingStore } from "../affinity/redis-binding-store.js";
+import { MemoryBindingStore } from "../affinity/memory-bindings.js";
 import { RedisSubscription } from "../store/redis-subscription.js";
 import type { BindingStore } from "../affinity/binding-store.js";
 import { BackendSlots } from "../admission/backend-slots.js";
@@ -223,7 +224,7 @@ export class Gateway {
   private readonly loadPoller: EngineLoadPoller;
   private readonly discovery: DnsDiscovery;
   private discoveredIds = new Set<string>();
-  private readonly store: StickyTable;
+  private readonly bindingStore: BindingStore;
   private readonly random: Random;
   private readonly sweepTimer: NodeJS.Timeout;
   private accepting = true;
@@ -251,8 +252,7 @@ export class Gateway {
     const random = options.random ?? new SeededRandom(0x5eed);
     this.random = random;
     const store = new StickyTable(config.affinity.max_bindings, options.bindingHashKey ?? randomHashKey());
-    this.store = store;
-    let sharedBindings: ReplicatedBindings | undefined;
+    let sharedBindings: RedisBindingStore | undefined;
     const metrics = new GatewayMetrics({
       backends: () =>
         [...registry.all()].map((b) => ({
@@ -281,12 +281,9 @@ export class Gateway {
         storeConfig.key_prefix,
         config.affinity.sticky_ttl_seconds * 1000,
       );
-      const replicated = new ReplicatedBindings({
+      const replicated = new RedisBindingStore({
         local: store,
         remote,
-        recorder: metrics,
-        tierOf: (backendId) => registry.get(backendId)?.tier,
-        nowMs: () => clock.nowMs(),
         stickyTtlMs: config.affinity.sticky_ttl_seconds * 1000,
       });
       sharedBindings = replicated;
@@ -300,21 +297,13 @@ export class Gateway {
         ),
       );
     }
-    const schedulerStore: BindingStore = sharedBindings ?? store;
-    const scheduler = new AffinityScheduler({
-      store: schedulerStore,
+    const bindingStore: BindingStore = sharedBindings ?? new MemoryBindingStore(store);
+    this.bindingStore = bindingStore;
+    const scheduler = new PlacementService({
+      store: bindingStore,
       clock,
       balancer: createBalancer(config.affinity.balancer, random),
-      // With a shared store, broken bindings are counted by the replica whose script broke them.
-      recorder:
-        sharedBindings === undefined
-          ? metrics
-          : {
-              hit: (tier) => metrics.hit(tier),
-              miss: (tier) => metrics.miss(tier),
-              spill: (tier) => metrics.spill(tier),
-              broken: () => undefined,
-            },
+      recorder: metrics,
       stickyTtlSeconds: config.affinity.sticky_ttl_seconds,
       rebalanceOnRecovery: config.affinity.rebalance_on_backend_recovery,
       loadFactor: config.affinity.load_factor,
@@ -391,23 +380,29 @@ export class Gateway {
 
     registry.onHealthChange(({ backend, to, cause, ejectedUntilMs }) => {
       if (to === "down") {
-        const broken = scheduler.onBackendDown(backend.id, backend.tier);
+        const breaking = scheduler.onBackendDown(backend.id, backend.tier);
         slots.rejectWaiters(backend.id, "backend marked down");
         const abandoned = attempts.abandon(backend.id, "backend marked down");
         if (ejectedUntilMs !== undefined) metrics.ejection(backend.id, cause);
-        logger.warn(
-          {
-            backend: backend.id,
-            cause,
-            bindingsBroken: broken,
-            attemptsAbandoned: abandoned,
-            ejectedForMs: ejectedUntilMs === undefined ? undefined : ejectedUntilMs - clock.nowMs(),
-          },
-          ejectedUntilMs === undefined ? "backend down" : "backend ejected",
+        const ejectedForMs = ejectedUntilMs === undefined ? undefined : ejectedUntilMs - clock.nowMs();
+        void breaking.then((broken) =>
+          logger.warn(
+            {
+              backend: backend.id,
+              cause,
+              bindingsBroken: broken,
+              attemptsAbandoned: abandoned,
+              ejectedForMs,
+            },
+            ejectedUntilMs === undefined ? "backend down" : "backend ejected",
+          ),
         );
       } else {
-        const moved = scheduler.onBackendUp(backend.id, registry.tier(backend.tier));
-        logger.info({ backend: backend.id, cause, sessionsMovedBack: moved }, "backend up");
+        void scheduler
+          .onBackendUp(backend.id, registry.tier(backend.tier))
+          .then((moved) =>
+            logger.info({ backend: backend.id, cause, sessionsMovedBack: moved }, "backend up"),
+          );
       }
     });
 
@@ -441,7 +436,10 @@ export class Gateway {
         if (--this.activeRequests === 0) this.onIdle?.();
       });
     });
-    this.sweepTimer = setInterval(() => this.store.sweep(clock.nowMs(), SWEEP_BATCH), SWEEP_INTERVAL_MS);
+    this.sweepTimer = setInterval(
+      () => void this.bindingStore.sweep(clock.nowMs(), SWEEP_BATCH),
+      SWEEP_INTERVAL_MS,
+    );
     this.sweepTimer.unref();
   }
 
@@ -601,11 +599,12 @@ export class Gateway {
       const reason = this.discoveredIds.has(backend.id)
         ? "backend left discovery"
         : "backend removed from config";
-      const broken = rt.scheduler.onBackendDown(backend.id, backend.tier);
+      const held = rt.scheduler.bindingsOf(backend.id);
+      void rt.scheduler.onBackendDown(backend.id, backend.tier);
       rt.slots.rejectWaiters(backend.id, reason);
       rt.attempts.abandon(backend.id, reason);
       rt.pools.drop(backend.id);
-      changed.push(`removed backend ${backend.id} (${broken} bindings broken)`);
+      changed.push(`removed backend ${backend.id} (its ${held} bindings broken)`);
     }
     this.health.configure({
       intervalMs: config.health.probe_interval_seconds * 1000,

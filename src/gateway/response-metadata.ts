@@ -1,5 +1,5 @@
 // The x_agent_serve metadata: what the gateway did for a request, in bodies, SSE and response headers.
-import type { SelectionReason } from "../affinity/scheduler.js";
+import type { SelectionReason } from "../affinity/decide.js";
 import type { TierSource } from "../routing/tier-router.js";
 import type { TokenUsage } from "./usage.js";
 

@@ -1,5 +1,5 @@
 // Stage 3 of a completion: the tier, from the hint, the model or the rules (a bound session keeps its tier).
-import type { AffinityScheduler } from "../affinity/scheduler.js";
+import type { BindingLookup } from "../affinity/binding-store.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import { chooseTier, type TierDecision, type TierRouterSettings } from "../routing/tier-router.js";
 import type { ClientHeaders } from "./client-headers.js";
@@ -9,7 +9,7 @@ export function routeTier(
   client: ClientHeaders & { sessionId: string | undefined },
   request: CompletionRequest,
   registry: BackendRegistry,
-  scheduler: AffinityScheduler,
+  binding: BindingLookup,
   settings: TierRouterSettings,
 ): TierDecision {
   // The session's current tier matters only when the rules decide: a hint or an explicit model does not ask.
@@ -19,8 +19,7 @@ export function routeTier(
   const asksBinding =
     settings.sessionStaysSameTier || (settings.toolFollowupStaysSameTier && request.toolFollowup);
   if (rulesDecide && asksBinding && client.sessionId !== undefined) {
-    const bound = scheduler.boundBackend(client.sessionId);
-    sessionTier = bound === undefined ? undefined : registry.get(bound)?.tier;
+    sessionTier = typeof binding === "string" ? registry.get(binding)?.tier : undefined;
   }
   return chooseTier(
     {

@@ -1,10 +1,10 @@
 // The live parts of a running gateway, as the request handlers see them (built and rewired by gateway.ts).
 import type { Logger } from "pino";
 import type { ResponseOwners } from "../affinity/response-owners.js";
-import type { AffinityScheduler } from "../affinity/scheduler.js";
+import type { PlacementService } from "../affinity/placement-service.js";
 import type { BackendSlots } from "../admission/backend-slots.js";
 import type { BudgetStore } from "../admission/budget-store.js";
-import type { ReplicatedBindings } from "../affinity/replicated-bindings.js";
+import type { RedisBindingStore } from "../affinity/redis-binding-store.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import type { GatewayConfig } from "../config/schema.js";
@@ -44,7 +44,7 @@ export interface GatewayRuntime {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly registry: BackendRegistry;
-  readonly scheduler: AffinityScheduler;
+  readonly scheduler: PlacementService;
   readonly slots: BackendSlots;
   readonly pools: UpstreamPools;
   readonly metrics: GatewayMetrics;
@@ -56,8 +56,8 @@ export interface GatewayRuntime {
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
   budgets: BudgetStore;
-  /** Set when bindings are shared (affinity.store kind redis): loads a session's binding before routing. */
-  readonly sharedBindings: ReplicatedBindings | undefined;
+  /** Set when bindings are shared (affinity.store kind redis): its link's health, flush and close. */
+  readonly sharedBindings: RedisBindingStore | undefined;
   /** Route receipts: each session's last turn, and the receipt of the next (src/receipts). */
   readonly receipts: TurnReceipts;
   /** The LLM tier classifier, when routing.classifier.enabled. */

@@ -1,7 +1,7 @@
 // Every Prometheus metric of the gateway, declared once, in a registry of its own (no global state).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { LOST_CAUSES } from "../receipts/receipt-rules.js";
-import type { AffinityRecorder } from "../affinity/scheduler.js";
+import type { AffinityRecorder } from "../affinity/placement-service.js";
 import type { EngineLoad } from "../backends/engine-load.js";
 import type { StoreHealthSink } from "../store/redis-link.js";
 

@@ -17,6 +17,8 @@ export interface MessagesRequest {
   /** The tools as chat-completions definitions, as the chat template renders them. */
   chatTools: unknown[];
   toolChoice: ToolChoice;
+  /** vLLM's sampling extension, accepted in the body here too: the reply is exactly max_tokens. */
+  ignoreEos: boolean;
 }
 
 function isObject(value: unknown): value is Json {
@@ -103,6 +105,18 @@ function readToolChoice(value: unknown, tools: readonly ToolFunction[]): ToolCho
   }
 }
 
+/** The tools the prompt offers (rendered into it): none when tool_choice is none. */
+export function promptTools(request: MessagesRequest): unknown[] | undefined {
+  return request.toolChoice !== "none" && request.chatTools.length > 0 ? request.chatTools : undefined;
+}
+
+function readIgnoreEos(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value !== "boolean")
+    throw badRequest("ignore_eos: Input should be a valid boolean", "ignore_eos");
+  return value;
+}
+
 /** `countOnly`: POST /v1/messages/count_tokens, which takes no max_tokens. */
 export function parseMessagesRequest(body: unknown, countOnly = false): MessagesRequest {
   if (!isObject(body)) throw badRequest("the body must be a JSON object");
@@ -131,5 +145,6 @@ export function parseMessagesRequest(body: unknown, countOnly = false): Messages
     toolFunctions: tools.functions,
     chatTools: tools.chat,
     toolChoice: readToolChoice(body["tool_choice"], tools.functions),
+    ignoreEos: readIgnoreEos(body["ignore_eos"]),
   };
 }

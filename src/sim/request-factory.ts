@@ -8,8 +8,10 @@ import { mixSeed, ReplyGenerator, sampleStopLength, ScriptedReply } from "./text
 export interface ReplyPlanInput {
   id: string;
   promptTokenIds: readonly number[];
-  /** The request's max_tokens; when absent the reply length is drawn from `stop`. */
+  /** The request's max_tokens: it caps the natural length drawn from `stop`. */
   maxTokens: number | undefined;
+  /** vLLM's `ignore_eos`: never stop on end-of-turn, so the reply is exactly max_tokens (or fills the window). */
+  ignoreEos?: boolean;
   maxModelLen: number;
   stop: StopDistribution;
   /** The request's `seed`, else the engine's: same seed + same prompt = same reply, like greedy decoding. */
@@ -48,17 +50,13 @@ export function createEngineRequest(input: ReplyPlanInput): EngineRequest {
       rootHash,
     });
   }
-  let length: number;
-  let finishReason: "stop" | "length";
-  if (input.maxTokens !== undefined) {
-    // An explicit max_tokens is the reply length: the simulator never stops early on its own.
-    length = Math.min(input.maxTokens, room);
-    finishReason = "length";
-  } else {
-    const drawn = sampleStopLength(random, input.stop);
-    length = Math.min(drawn, room);
-    finishReason = drawn <= room ? "stop" : "length";
-  }
+  // The natural length is drawn even when it is not used, so the reply's text depends on the prompt and the seed
+  // only, not on max_tokens or ignore_eos: a capped reply is the natural one cut short.
+  const natural = sampleStopLength(random, input.stop);
+  const cap = Math.min(input.maxTokens ?? room, room);
+  const stops = input.ignoreEos !== true && natural <= cap;
+  const length = stops ? natural : cap;
+  const finishReason = stops ? "stop" : "length";
   return new EngineRequest({
     id: input.id,
     promptTokenIds: prompt,

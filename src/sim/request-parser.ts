@@ -21,6 +21,8 @@ interface CommonRequest {
   includeUsage: boolean;
   seed: number | undefined;
   cacheSalt: string | undefined;
+  /** vLLM's sampling extension: keep generating past end-of-turn, so the reply is exactly max_tokens. */
+  ignoreEos: boolean;
 }
 
 export interface ChatRequest extends CommonRequest {
@@ -145,6 +147,7 @@ function parseCommon(body: Json): CommonRequest {
     includeUsage,
     seed: optionalInteger(body, "seed"),
     cacheSalt,
+    ignoreEos: optionalBoolean(body, "ignore_eos") ?? false,
   };
 }
 
@@ -161,6 +164,7 @@ function withCommon<T extends { endpoint: string }>(common: CommonRequest, speci
   request.includeUsage = common.includeUsage;
   request.seed = common.seed;
   request.cacheSalt = common.cacheSalt;
+  request.ignoreEos = common.ignoreEos;
   return request;
 }
 

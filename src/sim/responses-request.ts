@@ -41,6 +41,8 @@ export interface ResponsesRequest {
   user: string | null;
   seed: number | undefined;
   cacheSalt: string | undefined;
+  /** vLLM's extension: the reply is exactly max_output_tokens. */
+  ignoreEos: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -191,5 +193,6 @@ export function parseResponsesRequest(body: unknown, toolTypes: ToolTypeSupport 
     user: optional<string>(body, "user", "string") ?? null,
     seed: seed !== undefined && Number.isInteger(seed) ? seed : undefined,
     cacheSalt,
+    ignoreEos: optional<boolean>(body, "ignore_eos", "boolean") ?? false,
   };
 }

@@ -129,6 +129,7 @@ export class ResponsesApi {
       seed,
       choiceIndex: 0,
       cacheSalt: request.cacheSalt,
+      ignoreEos: request.ignoreEos,
       scriptedText: script?.text,
     });
     const response = new ResponsesResponse({

@@ -4,7 +4,6 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { systemClock } from "../core/clock.js";
-import { anthropicType } from "../core/errors.js";
 import type { Random } from "../core/random.js";
 import { renderChat } from "./chat-template.js";
 import { ResponseStore } from "./response-store.js";
@@ -23,8 +22,9 @@ import { GenerationResponse, type ResponseHost, type ResponseOutcome } from "./g
 import { readJsonBody } from "./http-body.js";
 import type { SimMetrics } from "./metrics.js";
 import { answerInfoRoute, type InfoSource } from "./info-routes.js";
-import { parseMessagesRequest } from "./messages-request.js";
+import { parseMessagesRequest, promptTools } from "./messages-request.js";
 import { MessagesResponse } from "./messages-response.js";
+import { sendAnthropicError } from "./messages-shapes.js";
 import type { Usage } from "./openai-shapes.js";
 import type { SimProfile } from "./profiles.js";
 import { planChatReply } from "./reply-plan.js";
@@ -303,10 +303,7 @@ export class SimServer {
       countOnly,
     );
     checkServedModel(request.model, this.deps.model);
-    const offerTools = request.toolChoice !== "none" && request.chatTools.length > 0;
-    const promptTokenIds = renderChat(request.messages, {
-      tools: offerTools ? request.chatTools : undefined,
-    });
+    const promptTokenIds = renderChat(request.messages, { tools: promptTools(request) });
     if (countOnly) return writeJson(res, 200, { input_tokens: promptTokenIds.length });
     const limit = this.deps.maxModelLen;
     if (promptTokenIds.length + request.maxTokens > limit) {
@@ -341,6 +338,7 @@ export class SimServer {
       seed,
       choiceIndex: 0,
       cacheSalt: undefined,
+      ignoreEos: request.ignoreEos,
       scriptedText: script?.text,
     });
     const response = new MessagesResponse({
@@ -366,14 +364,7 @@ export class SimServer {
           );
     if (error.status >= 500) this.counters.requestsFailed += 1;
     else this.counters.requestsRejected += 1;
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    writeJson(res, error.status, {
-      type: "error",
-      error: { type: anthropicType(error.status), message: error.message },
-    });
+    sendAnthropicError(res, error);
   }
 
   /** The Responses API: creation counts as a generation request (and meets injected faults); reads do not. */
@@ -466,6 +457,7 @@ export class SimServer {
             seed,
             choiceIndex: sample,
             cacheSalt: request.cacheSalt,
+            ignoreEos: request.ignoreEos,
             scriptedText: script?.text,
           }),
         );

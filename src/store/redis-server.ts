@@ -14,7 +14,7 @@ export function findRedisServer(): string | undefined {
 }
 
 /** A port the OS just handed out (redis has no `--port 0`): bound, read and closed again. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once("error", reject);
@@ -41,7 +41,12 @@ export interface RedisServer {
 const READY_TIMEOUT_MS = 20_000;
 
 /** Spawns redis-server on `port`; resolves when it accepts connections, rejects on a clash or early exit. */
-function spawnOn(path: string, port: number, onSpawn: (child: ChildProcess) => void): Promise<ChildProcess> {
+function spawnOn(
+  path: string,
+  port: number,
+  onSpawn: (child: ChildProcess) => void,
+  extraArgs: (port: number) => readonly string[],
+): Promise<ChildProcess> {
   const child = spawn(
     path,
     [
@@ -55,6 +60,7 @@ function spawnOn(path: string, port: number, onSpawn: (child: ChildProcess) => v
       "no",
       "--loglevel",
       "notice",
+      ...extraArgs(port),
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -113,6 +119,8 @@ export interface RedisServerOptions {
    * handler (src/study/interrupt-guard.ts) can then stop one that is still starting.
    */
   onSpawn?: (killNow: () => void) => void;
+  /** More command-line options for the port it is given (a cluster node's config file and bus port). */
+  args?: (port: number) => readonly string[];
 }
 
 /** Starts redis-server on a free port, retrying with another port if the one picked was taken meanwhile. */
@@ -121,13 +129,14 @@ export async function startRedisServer(path: string, options: RedisServerOptions
     options.onSpawn?.(() => {
       if (spawned.exitCode === null && spawned.signalCode === null) spawned.kill("SIGKILL");
     });
+  const extraArgs = options.args ?? (() => []);
   let child: ChildProcess | undefined;
   let port = 0;
   let lastError: unknown;
   for (let attempt = 0; attempt < 5 && child === undefined; attempt++) {
     port = await freePort();
     try {
-      child = await spawnOn(path, port, onSpawn);
+      child = await spawnOn(path, port, onSpawn, extraArgs);
     } catch (err) {
       lastError = err;
     }
@@ -141,7 +150,7 @@ export async function startRedisServer(path: string, options: RedisServerOptions
     },
     restart: async () => {
       await stopChild(child, "SIGKILL");
-      child = await spawnOn(path, port, onSpawn);
+      child = await spawnOn(path, port, onSpawn, extraArgs);
     },
     stop: async () => {
       await stopChild(child, "SIGTERM");

@@ -15,6 +15,9 @@ export interface ChatTurnRequest {
   extraBody?: Readonly<Record<string, unknown>>;
 }
 
+/** vLLM's ignore_eos: the engine writes exactly max_tokens, so a workload's reply lengths are what it planned. */
+export const EXACT_LENGTH: Readonly<Record<string, unknown>> = { ignore_eos: true };
+
 export interface ChatTurnResult {
   status: number;
   ok: boolean;

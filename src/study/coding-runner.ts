@@ -1,7 +1,7 @@
 // Runs coding-agent sessions as the agents send them: every session at once, each call on its thread's growing
 // history, sub-agent bursts in parallel while the parent waits, the client's own session signal on every call.
 import type { Pool } from "undici";
-import { sendChatTurn } from "./chat-client.js";
+import { EXACT_LENGTH, sendChatTurn } from "./chat-client.js";
 import type { CodingCall, CodingSessionPlan } from "./coding-workload.js";
 import type { RequestRecord } from "./session-runner.js";
 
@@ -81,7 +81,7 @@ export async function runCodingSessions(
           stream: true,
           tierHint: "small",
           // Exact reply lengths: every condition replays the same tokens.
-          extraBody: { ignore_eos: true },
+          extraBody: EXACT_LENGTH,
         },
         options.now,
       );

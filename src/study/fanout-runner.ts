@@ -1,6 +1,6 @@
 // Agent traffic the placement studies need beyond whole sessions: hot sessions that fan out parallel calls, and session-less requests.
 import type { Pool } from "undici";
-import { sendChatTurn } from "./chat-client.js";
+import { EXACT_LENGTH, sendChatTurn } from "./chat-client.js";
 import type { RequestRecord } from "./session-runner.js";
 
 /** A session that plans, then fans out `calls.length` parallel tool-agent calls, round after round. */
@@ -53,6 +53,7 @@ export async function runHotSessions(
                 messages: [...history, { role: "user", content: call }],
                 maxTokens: session.maxTokens,
                 stream: true,
+                extraBody: EXACT_LENGTH,
                 tierHint: "small",
               },
               options.now,
@@ -98,6 +99,7 @@ export async function runSessionless(
           ],
           maxTokens: request.maxTokens,
           stream: true,
+          extraBody: EXACT_LENGTH,
           tierHint: "small",
         },
         options.now,

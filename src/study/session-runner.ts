@@ -1,7 +1,7 @@
 // Closed-loop load: a fixed number of workers, each running whole sessions turn by turn, with think time.
 import type { Pool } from "undici";
 import type { Progress } from "./progress.js";
-import { sendChatTurn, type ChatTurnResult } from "./chat-client.js";
+import { EXACT_LENGTH, sendChatTurn, type ChatTurnResult } from "./chat-client.js";
 import type { SessionPlan } from "./workload.js";
 
 export interface RequestRecord extends ChatTurnResult {
@@ -78,6 +78,7 @@ export async function runSessions(options: RunOptions): Promise<RequestRecord[]>
             messages: history,
             maxTokens: session.turns[t]!.maxTokens,
             stream: options.stream,
+            extraBody: EXACT_LENGTH,
             ...(options.model === undefined ? {} : { model: options.model }),
             ...(options.tierHint === undefined ? {} : { tierHint: options.tierHint }),
           },

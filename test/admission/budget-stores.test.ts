@@ -1,4 +1,4 @@
-// One contract every budget store passes (memory and redis), plus the redis store's failing open.
+// One contract every budget store passes (memory and redis, each directly), the redis store across replicas, and its failing open.
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BudgetStore } from "../../src/admission/budget-store.js";
@@ -21,11 +21,11 @@ interface Health {
   errors: number;
 }
 
-/** A store kind: `replicas(n)` gives n views of one shared budget (one process's store for memory). */
+/** A store kind: `one()` gives one store instance. */
 interface StoreKind {
   name: string;
   skip: boolean;
-  replicas(n: number): Promise<BudgetStore[]>;
+  one(): Promise<BudgetStore>;
 }
 
 let redis: RedisServer | undefined;
@@ -64,12 +64,9 @@ const kinds: StoreKind[] = [
   {
     name: "memory",
     skip: false,
-    replicas: (n) => {
-      const store = new TokenBudgets(SETTINGS);
-      return Promise.resolve(Array.from({ length: n }, () => store));
-    },
+    one: () => Promise.resolve(new TokenBudgets(SETTINGS)),
   },
-  { name: "redis", skip: redisTool.skip, replicas: (n) => redisReplicas(n) },
+  { name: "redis", skip: redisTool.skip, one: async () => (await redisReplicas(1))[0]! },
 ];
 
 beforeAll(async () => {
@@ -88,72 +85,96 @@ async function spend(store: BudgetStore, agentId: string, tokens: number, nowMs:
   store.settle(decision.reservation, tokens, nowMs);
 }
 
+/** Charges from `a` and then `b` count in one window (a and b: one store, or two replicas sharing one). */
+async function oneWindow(a: BudgetStore, b: BudgetStore): Promise<void> {
+  await spend(a, "agent", 600, 0);
+  await a.flush();
+  await spend(b, "agent", 400, 10 * MINUTE_MS); // from b: the same budget
+  await b.flush();
+  expect(await a.usage("agent", 10 * MINUTE_MS)).toBe(1000);
+  // The first bucket ([0, 5 min)) leaves the window at 60 min: enough, then, to fall under 1000.
+  expect(await a.reserve("agent", 10, 1, 20 * MINUTE_MS, false)).toEqual({
+    allowed: false,
+    reason: "budget",
+    retryAfterSeconds: 40 * 60,
+    used: 1000,
+    budget: 1000,
+  });
+  expect(await b.reserve("agent", 10, 1, 20 * MINUTE_MS, false)).toMatchObject({ allowed: false });
+  expect(await b.reserve("agent", 10, 1, 60 * MINUTE_MS, false)).toMatchObject({
+    allowed: true,
+    granted: 10,
+  });
+  expect(await b.usage("agent", 60 * MINUTE_MS)).toBe(410);
+}
+
+/** A hold from `a` counts at once for `b`; settles bring it down to real usage. */
+async function holdsThenSettles(a: BudgetStore, b: BudgetStore): Promise<void> {
+  const first = await a.reserve("r", 700, 1, 0, false);
+  expect(first).toMatchObject({ allowed: true, granted: 700 });
+  // The hold counts at once, for every replica; the next one gets only what is left.
+  expect(await b.usage("r", 1)).toBe(700);
+  const second = await b.reserve("r", 400, 1, 1, false);
+  expect(second).toMatchObject({ allowed: true, granted: 300 });
+  expect(await b.reserve("r", 1, 1, 2, false)).toMatchObject({ allowed: false, reason: "budget" });
+  // Without a limit of its own a request gets all that is left, and none is left here.
+  expect(await a.reserve("r", Number.POSITIVE_INFINITY, 5, 2, false)).toMatchObject({ allowed: false });
+  if (!first.allowed || !second.allowed) throw new Error("unreachable");
+  a.settle(first.reservation, 100, 3);
+  b.settle(second.reservation, 0, 3);
+  await a.flush();
+  await b.flush();
+  expect(await a.usage("r", 4)).toBe(100);
+  expect(await b.usage("r", 4)).toBe(100);
+  expect(await a.reserve("r", Number.POSITIVE_INFINITY, 5, 4, false)).toMatchObject({ granted: 900 });
+}
+
 describe.each(kinds)("budget store contract: $name", (kind) => {
   it.skipIf(kind.skip)(
     "admits under the budget and refuses at it, with used, budget and Retry-After",
     async () => {
-      const [a, b] = await kind.replicas(2);
-      await spend(a!, "agent", 600, 0);
-      await a!.flush();
-      await spend(b!, "agent", 400, 10 * MINUTE_MS); // another replica: the same budget
-      await b!.flush();
-      expect(await a!.usage("agent", 10 * MINUTE_MS)).toBe(1000);
-      // The first bucket ([0, 5 min)) leaves the window at 60 min: enough, then, to fall under 1000.
-      expect(await a!.reserve("agent", 10, 1, 20 * MINUTE_MS, false)).toEqual({
-        allowed: false,
-        reason: "budget",
-        retryAfterSeconds: 40 * 60,
-        used: 1000,
-        budget: 1000,
-      });
-      expect(await b!.reserve("agent", 10, 1, 20 * MINUTE_MS, false)).toMatchObject({ allowed: false });
-      expect(await b!.reserve("agent", 10, 1, 60 * MINUTE_MS, false)).toMatchObject({
-        allowed: true,
-        granted: 10,
-      });
-      expect(await b!.usage("agent", 60 * MINUTE_MS)).toBe(410);
+      const store = await kind.one();
+      await oneWindow(store, store);
     },
   );
 
   it.skipIf(kind.skip)(
     "holds what a request may use, clamped to what is left, then settles to real usage",
     async () => {
-      const [a, b] = await kind.replicas(2);
-      const first = await a!.reserve("r", 700, 1, 0, false);
-      expect(first).toMatchObject({ allowed: true, granted: 700 });
-      // The hold counts at once, for every replica; the next one gets only what is left.
-      expect(await b!.usage("r", 1)).toBe(700);
-      const second = await b!.reserve("r", 400, 1, 1, false);
-      expect(second).toMatchObject({ allowed: true, granted: 300 });
-      expect(await b!.reserve("r", 1, 1, 2, false)).toMatchObject({ allowed: false, reason: "budget" });
-      // Without a limit of its own a request gets all that is left, and none is left here.
-      expect(await a!.reserve("r", Number.POSITIVE_INFINITY, 5, 2, false)).toMatchObject({ allowed: false });
-      if (!first.allowed || !second.allowed) throw new Error("unreachable");
-      a!.settle(first.reservation, 100, 3);
-      b!.settle(second.reservation, 0, 3);
-      await a!.flush();
-      await b!.flush();
-      expect(await a!.usage("r", 4)).toBe(100);
-      expect(await b!.usage("r", 4)).toBe(100);
-      expect(await a!.reserve("r", Number.POSITIVE_INFINITY, 5, 4, false)).toMatchObject({ granted: 900 });
+      const store = await kind.one();
+      await holdsThenSettles(store, store);
     },
   );
 
   it.skipIf(kind.skip)("keeps agents apart and applies per-agent budgets", async () => {
-    const [a] = await kind.replicas(1);
-    await spend(a!, "big", 4000, 0);
-    await spend(a!, "small", 10, 0);
-    await a!.flush();
-    expect((await a!.reserve("big", 0, 1, 1, false)).allowed).toBe(true);
-    expect((await a!.reserve("small", 0, 1, 1, false)).allowed).toBe(true);
-    await spend(a!, "big", 1000, 1);
-    await a!.flush();
-    expect(await a!.reserve("big", 0, 1, 2, false)).toMatchObject({
+    const a = await kind.one();
+    await spend(a, "big", 4000, 0);
+    await spend(a, "small", 10, 0);
+    await a.flush();
+    expect((await a.reserve("big", 0, 1, 1, false)).allowed).toBe(true);
+    expect((await a.reserve("small", 0, 1, 1, false)).allowed).toBe(true);
+    await spend(a, "big", 1000, 1);
+    await a.flush();
+    expect(await a.reserve("big", 0, 1, 2, false)).toMatchObject({
       allowed: false,
       budget: 5000,
       used: 5000,
     });
-    expect(await a!.usage("nobody", 2)).toBe(0);
+    expect(await a.usage("nobody", 2)).toBe(0);
+  });
+});
+
+// The memory store is one process's: N replicas give an agent N budgets (docs/configuration.md), so only
+// the redis store is run across replicas, each replica with its own store instance.
+describe.skipIf(redisTool.skip)("redis budget store across replicas, one store each", () => {
+  it("counts every replica's charges in one window", async () => {
+    const [a, b] = await redisReplicas(2);
+    await oneWindow(a!, b!);
+  });
+
+  it("makes one replica's hold count at once for the others", async () => {
+    const [a, b] = await redisReplicas(2);
+    await holdsThenSettles(a!, b!);
   });
 });
 
@@ -178,7 +199,7 @@ describe.skipIf(redisTool.skip)("redis budget store fails open", () => {
     // Each check is a round trip to Redis (no sleep between them).
     await pollUntil(async () => (await b!.usage("x", 4)) === 500);
     expect(health.up).toBe(true);
-    expect(a!.pendingCharges).toBe(0);
+    expect(a!.pendingWrites).toBe(0);
   }, 30_000);
 });
 

@@ -1,10 +1,12 @@
-// One contract every binding store passes across replicas (memory: one process's table; redis: one per replica).
+// The shared binding store across replicas, each replica with its own store instance and placement service.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createBalancer } from "../../src/affinity/balancers.js";
+import type { BindingStore } from "../../src/affinity/binding-store.js";
 import { BINDING_SCRIPTS, RedisBindings } from "../../src/affinity/redis-bindings.js";
-import { ReplicatedBindings } from "../../src/affinity/replicated-bindings.js";
+import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
+import { PlacementService } from "../../src/affinity/placement-service.js";
+import { RedisBindingStore } from "../../src/affinity/redis-binding-store.js";
 import { hashSession, rendezvousRanking } from "../../src/affinity/rendezvous.js";
-import { AffinityScheduler } from "../../src/affinity/scheduler.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
@@ -18,16 +20,14 @@ const TIER = "small";
 const TTL_SECONDS = 10;
 const quietLogger = { warn: () => undefined, info: () => undefined };
 
-/** One gateway replica as far as bindings go: its scheduler, its own view of backend health. */
+/** One gateway replica as far as bindings go: its placement service and store, its own view of backend health. */
 interface Replica {
-  scheduler: AffinityScheduler;
+  scheduler: PlacementService;
   backends: TestCandidate[];
-  /** Loads the session's shared binding (the request path does this before selecting). */
-  prepare(sessionId: string): Promise<void>;
   /** Waits for this replica's write-backs. */
   flush(): Promise<void>;
-  shared: ReplicatedBindings | undefined;
-  link: RedisLink | undefined;
+  shared: RedisBindingStore;
+  link: RedisLink;
   subscription?: RedisSubscription;
 }
 
@@ -40,7 +40,6 @@ interface Fleet {
 
 interface StoreKind {
   name: string;
-  skip: boolean;
   fleet(n: number): Fleet;
 }
 
@@ -52,35 +51,22 @@ const subscriptions: RedisSubscription[] = [];
 let markerCounter = 0;
 let hashKeySeed = 1;
 
-function makeBackends(): TestCandidate[] {
-  return candidates(4);
+/** One replica's placement service on `store`. */
+function placementService(store: BindingStore, clock: ManualClock, recorder: CountingRecorder) {
+  return new PlacementService({
+    store,
+    clock,
+    balancer: createBalancer("least_inflight", new SeededRandom(1)),
+    recorder,
+    stickyTtlSeconds: TTL_SECONDS,
+    // Plain rendezvous: these tests are about where bindings live, not about load (placement's suite).
+    loadFactor: 0,
+    sessionless: "balancer",
+  });
 }
 
-function memoryFleet(n: number): Fleet {
-  const clock = new ManualClock(1_000_000);
-  const recorder = new CountingRecorder();
-  const table = new StickyTable(10_000, [hashKeySeed++, 7]);
-  const replicas = Array.from({ length: n }, (): Replica => {
-    const scheduler = new AffinityScheduler({
-      store: table,
-      clock,
-      balancer: createBalancer("least_inflight", new SeededRandom(1)),
-      recorder,
-      stickyTtlSeconds: TTL_SECONDS,
-      // Plain rendezvous: these tests are about where bindings live, not about load (placement's suite).
-      loadFactor: 0,
-      sessionless: "balancer",
-    });
-    return {
-      scheduler,
-      backends: makeBackends(),
-      prepare: () => Promise.resolve(),
-      flush: () => Promise.resolve(),
-      shared: undefined,
-      link: undefined,
-    };
-  });
-  return { replicas, clock, recorder };
+function makeBackends(): TestCandidate[] {
+  return candidates(4);
 }
 
 /**
@@ -120,29 +106,12 @@ function redisFleet(n: number, invalidations = false): Fleet {
     });
     links.push(link);
     const remote = new RedisBindings(link, prefix, TTL_SECONDS * 1000);
-    const shared = new ReplicatedBindings({
+    const shared = new RedisBindingStore({
       local: new StickyTable(10_000, [hashKeySeed++, 7]),
       remote,
-      recorder,
-      tierOf: () => TIER,
-      nowMs: () => clock.nowMs(),
       stickyTtlMs: TTL_SECONDS * 1000,
     });
-    const scheduler = new AffinityScheduler({
-      store: shared,
-      clock,
-      balancer: createBalancer("least_inflight", new SeededRandom(1)),
-      recorder: {
-        hit: (t) => recorder.hit(t),
-        miss: (t) => recorder.miss(t),
-        spill: (t) => recorder.spill(t),
-        broken: () => undefined,
-      },
-      stickyTtlSeconds: TTL_SECONDS,
-      // Plain rendezvous: these tests are about where bindings live, not about load (placement's suite).
-      loadFactor: 0,
-      sessionless: "balancer",
-    });
+    const scheduler = placementService(shared, clock, recorder);
     let subscription: RedisSubscription | undefined;
     if (invalidations) {
       subscription = new RedisSubscription(
@@ -160,7 +129,6 @@ function redisFleet(n: number, invalidations = false): Fleet {
     const replica: Replica = {
       scheduler,
       backends,
-      prepare: (sessionId) => shared.prepare(sessionId),
       flush: async () => {
         await shared.flush();
         if (invalidations) await barrier(link, remote.invalidationChannel);
@@ -175,10 +143,10 @@ function redisFleet(n: number, invalidations = false): Fleet {
   return { replicas, clock, recorder };
 }
 
+// The memory store is not shared (each replica decides alone: see the last test), so only Redis is here.
 const kinds: StoreKind[] = [
-  { name: "memory", skip: false, fleet: memoryFleet },
-  { name: "redis", skip: redisTool.skip, fleet: (n) => redisFleet(n) },
-  { name: "redis, confirmed bindings cached", skip: redisTool.skip, fleet: (n) => redisFleet(n, true) },
+  { name: "redis", fleet: (n) => redisFleet(n) },
+  { name: "redis, confirmed bindings cached", fleet: (n) => redisFleet(n, true) },
 ];
 
 beforeAll(async () => {
@@ -193,15 +161,14 @@ afterAll(async () => {
 
 async function connected(fleet: Fleet): Promise<void> {
   for (const replica of fleet.replicas) {
-    if (replica.link !== undefined) expect(await replica.link.connected(10_000)).toBe(true);
+    expect(await replica.link.connected(10_000)).toBe(true);
     await replica.subscription?.whenLive();
   }
 }
 
 /** One turn of a session on one replica, as the request path runs it. */
 async function turn(replica: Replica, sessionId: string, exclude: ReadonlySet<string> = new Set()) {
-  await replica.prepare(sessionId);
-  const selection = replica.scheduler.selectBackend(sessionId, TIER, replica.backends, exclude);
+  const selection = await replica.scheduler.place(sessionId, TIER, replica.backends, exclude);
   await replica.flush();
   return selection;
 }
@@ -214,29 +181,26 @@ function setState(replica: Replica, backendId: string, state: TestCandidate["sta
   replica.backends.find((b) => b.id === backendId)!.state = state;
 }
 
-describe.each(kinds)("binding store contract across replicas: $name", (kind) => {
-  it.skipIf(kind.skip)(
-    "keeps one binding per session: every replica follows it, not its own hash",
-    async () => {
-      const fleet = kind.fleet(3);
-      await connected(fleet);
-      const [a, b, c] = fleet.replicas as [Replica, Replica, Replica];
-      const session = "session-one-binding";
-      const winner = winnerOf(session, a.backends);
-      setState(a, winner.id, "down"); // only replica a sees the winner down, so a binds elsewhere
-      const first = await turn(a, session);
-      expect(first!.backend.id).not.toBe(winner.id);
-      setState(a, winner.id, "up");
-      for (const replica of [b, c, a]) {
-        const next = await turn(replica, session);
-        expect(next).toMatchObject({ affinityHit: true, reason: "affinity_hit" });
-        expect(next!.backend.id).toBe(first!.backend.id);
-      }
-      expect(fleet.recorder.totals(TIER)).toEqual({ hits: 3, misses: 1, broken: 0 });
-    },
-  );
+describe.skipIf(redisTool.skip).each(kinds)("binding store across replicas: $name", (kind) => {
+  it("keeps one binding per session: every replica follows it, not its own hash", async () => {
+    const fleet = kind.fleet(3);
+    await connected(fleet);
+    const [a, b, c] = fleet.replicas as [Replica, Replica, Replica];
+    const session = "session-one-binding";
+    const winner = winnerOf(session, a.backends);
+    setState(a, winner.id, "down"); // only replica a sees the winner down, so a binds elsewhere
+    const first = await turn(a, session);
+    expect(first!.backend.id).not.toBe(winner.id);
+    setState(a, winner.id, "up");
+    for (const replica of [b, c, a]) {
+      const next = await turn(replica, session);
+      expect(next).toMatchObject({ affinityHit: true, reason: "affinity_hit" });
+      expect(next!.backend.id).toBe(first!.backend.id);
+    }
+    expect(fleet.recorder.totals(TIER)).toEqual({ hits: 3, misses: 1, broken: 0 });
+  });
 
-  it.skipIf(kind.skip)("slides the TTL for whichever replica serves the turn", async () => {
+  it("slides the TTL for whichever replica serves the turn", async () => {
     const fleet = kind.fleet(3);
     await connected(fleet);
     const [a, b, c] = fleet.replicas as [Replica, Replica, Replica];
@@ -249,82 +213,71 @@ describe.each(kinds)("binding store contract across replicas: $name", (kind) => 
     expect(await turn(a, "s-ttl")).toMatchObject({ affinityHit: false, reason: "rebind_expired" });
   });
 
-  it.skipIf(kind.skip)(
-    "breaks a binding once when one replica's request fails, and every replica moves",
-    async () => {
-      const fleet = kind.fleet(3);
-      await connected(fleet);
-      const [a, b, c] = fleet.replicas as [Replica, Replica, Replica];
-      const session = "s-fail";
-      const pinned = (await turn(a, session))!.backend.id;
-      await b.prepare(session);
-      b.scheduler.onAttemptFailed(session, TIER, pinned); // the engine failed b's attempt
-      await b.flush();
-      const retry = await turn(b, session, new Set([pinned]));
-      expect(retry).toMatchObject({ affinityHit: false, reason: "failover" });
-      expect(retry!.backend.id).not.toBe(pinned);
-      // a and c follow the move (the binding is to the failover backend now), and nobody counts it again.
-      for (const replica of [c, a]) {
-        const next = await turn(replica, session);
-        expect(next).toMatchObject({ affinityHit: true, backend: { id: retry!.backend.id } });
-      }
-      expect(fleet.recorder.totals(TIER).broken).toBe(1);
-    },
-  );
+  it("breaks a binding once when one replica's request fails, and every replica moves", async () => {
+    const fleet = kind.fleet(3);
+    await connected(fleet);
+    const [a, b, c] = fleet.replicas as [Replica, Replica, Replica];
+    const session = "s-fail";
+    const pinned = (await turn(a, session))!.backend.id;
+    await b.scheduler.onAttemptFailed(session, TIER, pinned); // the engine failed b's attempt
+    await b.flush();
+    const retry = await turn(b, session, new Set([pinned]));
+    expect(retry).toMatchObject({ affinityHit: false, reason: "failover" });
+    expect(retry!.backend.id).not.toBe(pinned);
+    // a and c follow the move (the binding is to the failover backend now), and nobody counts it again.
+    for (const replica of [c, a]) {
+      const next = await turn(replica, session);
+      expect(next).toMatchObject({ affinityHit: true, backend: { id: retry!.backend.id } });
+    }
+    expect(fleet.recorder.totals(TIER).broken).toBe(1);
+  });
 
-  it.skipIf(kind.skip)(
-    "says rebind_backend_down on another replica after a failure broke the binding",
-    async () => {
-      const fleet = kind.fleet(2);
-      await connected(fleet);
-      const [a, b] = fleet.replicas as [Replica, Replica];
-      const pinned = (await turn(a, "s-broken"))!.backend.id;
-      await a.prepare("s-broken");
-      a.scheduler.onAttemptFailed("s-broken", TIER, pinned);
-      await a.flush();
-      setState(b, pinned, "down");
-      const next = await turn(b, "s-broken");
-      expect(next).toMatchObject({ affinityHit: false, reason: "rebind_backend_down" });
-      expect(fleet.recorder.totals(TIER).broken).toBe(1);
-    },
-  );
+  it("says rebind_backend_down on another replica after a failure broke the binding", async () => {
+    const fleet = kind.fleet(2);
+    await connected(fleet);
+    const [a, b] = fleet.replicas as [Replica, Replica];
+    const pinned = (await turn(a, "s-broken"))!.backend.id;
+    await a.scheduler.onAttemptFailed("s-broken", TIER, pinned);
+    await a.flush();
+    setState(b, pinned, "down");
+    const next = await turn(b, "s-broken");
+    expect(next).toMatchObject({ affinityHit: false, reason: "rebind_backend_down" });
+    expect(fleet.recorder.totals(TIER).broken).toBe(1);
+  });
 
-  it.skipIf(kind.skip)(
-    "counts a backend's outage once over the replicas: exactly the bindings it held",
-    async () => {
-      const fleet = kind.fleet(3);
-      await connected(fleet);
-      const sessions = Array.from({ length: 60 }, (_, i) => `s-outage-${i}`);
-      const bound = new Map<string, string>();
-      for (const [i, session] of sessions.entries()) {
-        bound.set(session, (await turn(fleet.replicas[i % 3]!, session))!.backend.id);
+  it("counts a backend's outage once over the replicas: exactly the bindings it held", async () => {
+    const fleet = kind.fleet(3);
+    await connected(fleet);
+    const sessions = Array.from({ length: 60 }, (_, i) => `s-outage-${i}`);
+    const bound = new Map<string, string>();
+    for (const [i, session] of sessions.entries()) {
+      bound.set(session, (await turn(fleet.replicas[i % 3]!, session))!.backend.id);
+    }
+    // Five of them lapse before the outage: not bindings it broke.
+    const dead = "engine-1";
+    const heldLive = sessions.filter((s) => bound.get(s) === dead);
+    expect(heldLive.length).toBeGreaterThan(5);
+    fleet.clock.advance(5_000);
+    for (const session of sessions)
+      if (!heldLive.slice(0, 5).includes(session)) await turn(fleet.replicas[0]!, session);
+    fleet.clock.advance(6_000); // the five not refreshed at 5 s lapse at 10 s
+    for (const replica of fleet.replicas) {
+      setState(replica, dead, "down");
+      await replica.scheduler.onBackendDown(dead, TIER);
+      await replica.flush();
+    }
+    expect(fleet.recorder.totals(TIER).broken).toBe(heldLive.length - 5);
+    for (const [i, session] of sessions.entries()) {
+      const next = await turn(fleet.replicas[(i + 1) % 3]!, session);
+      if (bound.get(session) === dead) {
+        expect(next!.backend.id).not.toBe(dead);
+        expect(next!.affinityHit).toBe(false);
+      } else {
+        expect(next).toMatchObject({ affinityHit: true, backend: { id: bound.get(session) } });
       }
-      // Five of them lapse before the outage: not bindings it broke.
-      const dead = "engine-1";
-      const heldLive = sessions.filter((s) => bound.get(s) === dead);
-      expect(heldLive.length).toBeGreaterThan(5);
-      fleet.clock.advance(5_000);
-      for (const session of sessions)
-        if (!heldLive.slice(0, 5).includes(session)) await turn(fleet.replicas[0]!, session);
-      fleet.clock.advance(6_000); // the five not refreshed at 5 s lapse at 10 s
-      for (const replica of fleet.replicas) {
-        setState(replica, dead, "down");
-        replica.scheduler.onBackendDown(dead, TIER);
-        await replica.flush();
-      }
-      expect(fleet.recorder.totals(TIER).broken).toBe(heldLive.length - 5);
-      for (const [i, session] of sessions.entries()) {
-        const next = await turn(fleet.replicas[(i + 1) % 3]!, session);
-        if (bound.get(session) === dead) {
-          expect(next!.backend.id).not.toBe(dead);
-          expect(next!.affinityHit).toBe(false);
-        } else {
-          expect(next).toMatchObject({ affinityHit: true, backend: { id: bound.get(session) } });
-        }
-      }
-      expect(fleet.recorder.totals(TIER).broken).toBe(heldLive.length - 5);
-    },
-  );
+    }
+    expect(fleet.recorder.totals(TIER).broken).toBe(heldLive.length - 5);
+  });
 });
 
 describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
@@ -341,13 +294,13 @@ describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
     const during = (await turn(a, "s-during"))!.backend.id; // not the rendezvous winner
     setState(a, winner.id, "up");
     expect(during).not.toBe(winner.id);
-    expect(a.shared!.shared).toBe(false);
-    expect(a.shared!.pendingWrites).toBeGreaterThan(0);
+    expect(a.shared.shared).toBe(false);
+    expect(a.shared.pendingWrites).toBeGreaterThan(0);
     await redis!.restart(); // empty
-    expect(await a.link!.connected(10_000)).toBe(true);
-    expect(await b.link!.connected(10_000)).toBe(true);
+    expect(await a.link.connected(10_000)).toBe(true);
+    expect(await b.link.connected(10_000)).toBe(true);
     await a.flush();
-    expect(a.shared!.pendingWrites).toBe(0);
+    expect(a.shared.pendingWrites).toBe(0);
     // b never saw s-during, and its own hash says otherwise: it follows the written-back binding.
     expect(await turn(b, "s-during")).toMatchObject({ affinityHit: true, backend: { id: during } });
     expect(await turn(b, "s-before")).toMatchObject({ affinityHit: true, backend: { id: before } });
@@ -360,14 +313,14 @@ describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
     const session = "s-order";
     const winner = winnerOf(session, a.backends);
     // a binds at t=0 to a non-winner while the Redis link of a is held back (its write queued)...
-    const client = a.link!.client;
-    const ended = waitUntil("the link of a to end", () => client.status === "end" && !a.link!.up, [
+    const client = a.link.client;
+    const ended = waitUntil("the link of a to end", () => client.status === "end" && !a.link.up, [
       eventsOf(client, "close"),
       eventsOf(client, "end"),
     ]);
     client.disconnect();
     await ended;
-    expect(a.link!.up).toBe(false);
+    expect(a.link.up).toBe(false);
     setState(a, winner.id, "down");
     const old = (await turn(a, session))!.backend.id;
     setState(a, winner.id, "up");
@@ -376,10 +329,10 @@ describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
     const newer = (await turn(b, session))!.backend.id;
     expect(newer).toBe(winner.id);
     expect(old).not.toBe(newer);
-    await a.link!.client.connect();
-    expect(await a.link!.connected(10_000)).toBe(true);
+    await a.link.client.connect();
+    expect(await a.link.connected(10_000)).toBe(true);
     await a.flush();
-    expect(a.shared!.pendingWrites).toBe(0);
+    expect(a.shared.pendingWrites).toBe(0);
     expect(await turn(a, session)).toMatchObject({ affinityHit: true, backend: { id: newer } });
   }, 30_000);
 });
@@ -398,19 +351,18 @@ describe.skipIf(redisTool.skip)("redis binding store hot path", () => {
     const session = "s-cached";
     const pinned = (await turn(a, session))!.backend.id; // a bind: a's own write announces a change
     await turn(a, session); // the lookup finds it live: confirmed
-    expect(a.shared!.confirmedCount).toBe(1);
-    const before = await scriptCalls(a.link!);
+    expect(a.shared.confirmedCount).toBe(1);
+    const before = await scriptCalls(a.link);
     for (let i = 0; i < 3; i++) {
       fleet.clock.advance(30); // 90 ms in all, within the refresh tolerance (TTL/100): nothing to write
       expect(await turn(a, session)).toMatchObject({ affinityHit: true, backend: { id: pinned } });
     }
-    expect((await scriptCalls(a.link!)) - before).toBe(0);
+    expect((await scriptCalls(a.link)) - before).toBe(0);
     // b's attempt on the pinned engine fails: b breaks and moves the session; a hears it and follows.
-    await b.prepare(session);
-    b.scheduler.onAttemptFailed(session, TIER, pinned);
+    await b.scheduler.onAttemptFailed(session, TIER, pinned);
     const moved = (await turn(b, session, new Set([pinned])))!.backend.id;
     expect(moved).not.toBe(pinned);
-    expect(a.shared!.confirmedCount).toBe(0);
+    expect(a.shared.confirmedCount).toBe(0);
     expect(await turn(a, session)).toMatchObject({ affinityHit: true, backend: { id: moved } });
     expect(fleet.recorder.totals(TIER).broken).toBe(1);
   });
@@ -421,18 +373,18 @@ describe.skipIf(redisTool.skip)("redis binding store hot path", () => {
     const [a] = fleet.replicas as [Replica];
     await turn(a, "s-dropped");
     await turn(a, "s-dropped");
-    expect(a.shared!.confirmedCount).toBe(1);
+    expect(a.shared.confirmedCount).toBe(1);
     const forgotten = new Promise<void>((resolve) => {
-      const poll = (): void => void (a.shared!.confirmedCount === 0 ? resolve() : setImmediate(poll));
+      const poll = (): void => void (a.shared.confirmedCount === 0 ? resolve() : setImmediate(poll));
       poll();
     });
-    await a.link!.client.client("KILL", "TYPE", "pubsub");
+    await a.link.client.client("KILL", "TYPE", "pubsub");
     await forgotten;
     await a.subscription!.whenLive(); // it subscribes again by itself
-    const before = await scriptCalls(a.link!);
+    const before = await scriptCalls(a.link);
     await turn(a, "s-dropped");
-    expect((await scriptCalls(a.link!)) - before).toBe(1); // looked up again, and confirmed again
-    expect(a.shared!.confirmedCount).toBe(1);
+    expect((await scriptCalls(a.link)) - before).toBe(1); // looked up again, and confirmed again
+    expect(a.shared.confirmedCount).toBe(1);
   });
 
   it("serves a hit with one command: the lookup slides the TTL, the refresh is not written again", async () => {
@@ -441,9 +393,9 @@ describe.skipIf(redisTool.skip)("redis binding store hot path", () => {
     const [a, b] = fleet.replicas as [Replica, Replica];
     const first = (await turn(a, "s-one-command"))!.backend.id;
     fleet.clock.advance(6_000);
-    const before = await scriptCalls(b.link!);
+    const before = await scriptCalls(b.link);
     expect(await turn(b, "s-one-command")).toMatchObject({ affinityHit: true, backend: { id: first } });
-    expect((await scriptCalls(b.link!)) - before).toBe(1);
+    expect((await scriptCalls(b.link)) - before).toBe(1);
     // ...and that one command did slide it: alive at 15 s only because of b's turn at 6 s.
     fleet.clock.advance(9_000);
     expect(await turn(a, "s-one-command")).toMatchObject({ affinityHit: true, backend: { id: first } });
@@ -455,9 +407,17 @@ describe.skipIf(redisTool.skip)("redis binding store hot path", () => {
     const [a, b] = fleet.replicas as [Replica, Replica];
     const first = (await turn(a, "s-slow-route"))!.backend.id;
     fleet.clock.advance(5_000);
-    await b.prepare("s-slow-route"); // slides it until 15 s
-    fleet.clock.advance(2_000); // something slow (the classifier) ran between lookup and selection
-    expect(b.scheduler.selectBackend("s-slow-route", TIER, b.backends)!.affinityHit).toBe(true);
+    const binding = await b.scheduler.lookup("s-slow-route"); // slides it until 15 s
+    fleet.clock.advance(2_000); // something slow (the classifier) ran between lookup and placement
+    const selection = await b.scheduler.place(
+      "s-slow-route",
+      TIER,
+      b.backends,
+      undefined,
+      undefined,
+      binding,
+    );
+    expect(selection!.affinityHit).toBe(true);
     await b.flush();
     fleet.clock.advance(8_500); // 15.5 s: alive only by the refresh at 7 s
     expect(await turn(a, "s-slow-route")).toMatchObject({ affinityHit: true, backend: { id: first } });
@@ -469,8 +429,7 @@ describe.skipIf(redisTool.skip)("redis binding store hot path", () => {
     const [a, b] = fleet.replicas as [Replica, Replica];
     await turn(a, "s-peek");
     fleet.clock.advance(6_000);
-    await b.shared!.peek("s-peek");
-    expect(b.scheduler.boundBackend("s-peek")).toBeDefined();
+    expect(await b.scheduler.boundBackend("s-peek")).toBeDefined();
     fleet.clock.advance(4_001); // 10 s after the only turn
     expect(await turn(b, "s-peek")).toMatchObject({ affinityHit: false, reason: "rebind_expired" });
   });
@@ -480,10 +439,35 @@ describe.skipIf(redisTool.skip)("redis binding store hot path", () => {
     await connected(fleet);
     const [a] = fleet.replicas as [Replica];
     await turn(a, "s-collected"); // bound until 10 s from now, readable as lapsed for 10 s more
-    const client = a.link!.client;
+    const client = a.link.client;
     const [key] = await client.keys("*b:s-collected");
     const pttlMs = await client.pttl(key!);
     expect(pttlMs).toBeGreaterThan(0);
     expect(pttlMs).toBeLessThanOrEqual(2 * TTL_SECONDS * 1000);
+  });
+});
+
+describe("memory binding store across replicas", () => {
+  it("is not shared: each replica's store decides alone (affinity.store kind memory is for one replica)", async () => {
+    const clock = new ManualClock(1_000_000);
+    const recorder = new CountingRecorder();
+    const [a, b] = Array.from({ length: 2 }, () => ({
+      backends: makeBackends(),
+      scheduler: placementService(
+        new MemoryBindingStore(new StickyTable(10_000, [hashKeySeed++, 7])),
+        clock,
+        recorder,
+      ),
+    }));
+    const session = "s-memory";
+    const winner = winnerOf(session, a!.backends);
+    a!.backends.find((x) => x.id === winner.id)!.state = "down";
+    const first = await a!.scheduler.place(session, TIER, a!.backends);
+    expect(first!.backend.id).not.toBe(winner.id);
+    // b never heard of a's binding: its own first sight, its own rendezvous winner.
+    expect(await b!.scheduler.place(session, TIER, b!.backends)).toMatchObject({
+      reason: "new_session",
+      backend: { id: winner.id },
+    });
   });
 });

@@ -1,13 +1,9 @@
 // Shared fixtures for the affinity tests: candidates, a counting recorder, UUID-like ids from a seeded source.
 import { createBalancer } from "../../src/affinity/balancers.js";
 import { hashString } from "../../src/affinity/hash.js";
-import {
-  AffinityScheduler,
-  type AffinityRecorder,
-  type BackendState,
-  type SchedulingCandidate,
-  type SessionlessMode,
-} from "../../src/affinity/scheduler.js";
+import type { BackendState, SchedulingCandidate, SessionlessMode } from "../../src/affinity/decide.js";
+import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
+import { PlacementService, type AffinityRecorder } from "../../src/affinity/placement-service.js";
 import type { EngineSignals } from "../../src/affinity/placement/types.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
@@ -130,7 +126,8 @@ export const DEFAULT_LOAD_FACTOR = 1.25;
 export const TEST_HASH_KEY: readonly [number, number] = [0x243f6a88, 0x85a308d3];
 
 export interface Harness {
-  scheduler: AffinityScheduler;
+  scheduler: PlacementService;
+  /** The memory store's table, to inspect. */
   store: StickyTable;
   clock: ManualClock;
   recorder: CountingRecorder;
@@ -149,8 +146,8 @@ export function harness(
   const store = new StickyTable(options.maxBindings ?? 100_000, TEST_HASH_KEY);
   const clock = new ManualClock(1_000_000);
   const recorder = new CountingRecorder();
-  const scheduler = new AffinityScheduler({
-    store,
+  const scheduler = new PlacementService({
+    store: new MemoryBindingStore(store),
     clock,
     balancer: createBalancer("least_inflight", new SeededRandom(options.seed ?? 7)),
     recorder,

@@ -2,7 +2,8 @@
 // load_factor 0 the new scheduler must decide exactly as this one does (placement/equivalence.property.test.ts).
 import type { Clock } from "../../src/core/clock.js";
 import type { Balancer } from "../../src/affinity/balancers.js";
-import { BROKEN, EXPIRED, type BindingStore } from "../../src/affinity/binding-store.js";
+import { BROKEN, EXPIRED } from "../../src/affinity/binding-store.js";
+import type { StickyTable } from "../../src/affinity/sticky-table.js";
 import type { Hash64 } from "../../src/affinity/hash.js";
 import {
   hashSession,
@@ -45,7 +46,7 @@ export interface AffinityRecorder {
 }
 
 export interface AffinitySchedulerOptions {
-  store: BindingStore;
+  store: StickyTable;
   clock: Clock;
   /** Places requests when affinity does not decide (TTL 0, no session id). */
   balancer: Balancer;
@@ -58,7 +59,7 @@ export interface AffinitySchedulerOptions {
 const NO_EXCLUSIONS: ReadonlySet<string> = new Set();
 
 export class ReferenceScheduler {
-  private readonly store: BindingStore;
+  private readonly store: StickyTable;
   private readonly clock: Clock;
   private balancer: Balancer;
   private readonly recorder: AffinityRecorder;

@@ -74,13 +74,13 @@ describe("rendezvous ranking", () => {
 });
 
 describe("rendezvous balance", () => {
-  it("gives each of 16 backends within +/-5% of the mean over 100,000 random sessions (via the scheduler)", () => {
+  it("gives each of 16 backends within +/-5% of the mean over 100,000 random sessions (via the scheduler)", async () => {
     const { scheduler, recorder } = harness({ maxBindings: 200_000 });
     const list = candidates(16);
     const counts = new Map<string, number>(list.map((c) => [c.id, 0]));
     let otherReasons = 0;
     for (const id of sessionIds(100_000, 42)) {
-      const selection = scheduler.selectBackend(id, "small", list)!;
+      const selection = (await scheduler.place(id, "small", list))!;
       if (selection.reason !== "new_session") otherReasons++;
       counts.set(selection.backend.id, counts.get(selection.backend.id)! + 1);
     }
@@ -194,17 +194,17 @@ describe("rendezvous stability under membership changes", () => {
     }
   });
 
-  it("adding a backend moves no bound session: the sticky table keeps them where their cache is", () => {
+  it("adding a backend moves no bound session: the sticky table keeps them where their cache is", async () => {
     const { scheduler, recorder } = harness();
     const list = candidates(8);
     const ids = sessionIds(5_000, 77);
     const firstTurn = new Map<string, string>();
-    for (const id of ids) firstTurn.set(id, scheduler.selectBackend(id, "small", list)!.backend.id);
+    for (const id of ids) firstTurn.set(id, (await scheduler.place(id, "small", list))!.backend.id);
 
     const grown = [...list, candidate("added")];
     let stayed = 0;
     for (const id of ids) {
-      const selection = scheduler.selectBackend(id, "small", grown)!;
+      const selection = (await scheduler.place(id, "small", grown))!;
       if (selection.reason === "affinity_hit" && selection.backend.id === firstTurn.get(id)) stayed++;
     }
     expect(stayed).toBe(ids.length);
@@ -214,7 +214,7 @@ describe("rendezvous stability under membership changes", () => {
     let onAdded = 0;
     const fresh = sessionIds(9_000, 78).filter((id) => !firstTurn.has(id));
     for (const id of fresh)
-      if (scheduler.selectBackend(id, "small", grown)!.backend.id === "added") onAdded++;
+      if ((await scheduler.place(id, "small", grown))!.backend.id === "added") onAdded++;
     expect(Math.abs(onAdded / fresh.length - 1 / 9)).toBeLessThan(0.015);
   });
 });

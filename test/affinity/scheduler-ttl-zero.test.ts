@@ -4,7 +4,8 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { BindingStore } from "../../src/affinity/binding-store.js";
 import * as rendezvous from "../../src/affinity/rendezvous.js";
 import * as pipeline from "../../src/affinity/placement/pipeline.js";
-import { AffinityScheduler } from "../../src/affinity/scheduler.js";
+import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
+import { PlacementService } from "../../src/affinity/placement-service.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
@@ -36,28 +37,24 @@ function untouchableStore(): BindingStore & { calls: string[] } {
   };
   return {
     calls,
-    size: 0,
-    evictions: 0,
-    get: refuse("get"),
-    bind: refuse("bind"),
-    refresh: refuse("refresh"),
-    delete: refuse("delete"),
-    breakBinding: refuse("breakBinding"),
+    lookup: refuse("lookup"),
+    apply: refuse("apply"),
     breakBackend: () => {
       calls.push("breakBackend");
-      return 0;
+      return Promise.resolve(0);
     },
     countFor: () => 0,
     moveSessions: refuse("moveSessions"),
     sweep: refuse("sweep"),
     clear: refuse("clear"),
+    onBroken: () => undefined,
   };
 }
 
 function disabled(seed = 7) {
   const store = untouchableStore();
   const recorder = new CountingRecorder();
-  const scheduler = new AffinityScheduler({
+  const scheduler = new PlacementService({
     store,
     clock: new ManualClock(0),
     balancer: createBalancer("least_inflight", new SeededRandom(seed)),
@@ -76,7 +73,7 @@ function tally(picks: readonly string[]): Map<string, number> {
   return counts;
 }
 
-describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
+describe("PlacementService with sticky_ttl_seconds: 0", () => {
   beforeEach(() => {
     vi.mocked(rendezvous.hashSession).mockClear();
     vi.mocked(rendezvous.rendezvousScore).mockClear();
@@ -85,11 +82,11 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
     vi.mocked(pipeline.runPipeline).mockClear();
   });
 
-  it("binds nothing, never calls rendezvous, and reports only misses (reason affinity_disabled)", () => {
+  it("binds nothing, never calls rendezvous, and reports only misses (reason affinity_disabled)", async () => {
     const { scheduler, store, recorder } = disabled();
     const list = candidates(4);
     for (let turn = 0; turn < 6; turn++) {
-      const selection = scheduler.selectBackend("session-1", "small", list)!;
+      const selection = (await scheduler.place("session-1", "small", list))!;
       expect(selection).toMatchObject({ affinityHit: false, reason: "affinity_disabled" });
     }
     expect(scheduler.affinityEnabled).toBe(false);
@@ -102,7 +99,7 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
     expect(recorder.totals("small")).toEqual({ hits: 0, misses: 6, broken: 0 });
   });
 
-  it("control: the spies do see rendezvous when affinity is on (so the checks above are not vacuous)", () => {
+  it("control: the spies do see rendezvous when affinity is on (so the checks above are not vacuous)", async () => {
     const { scheduler } = disabled();
     scheduler.configure({
       stickyTtlSeconds: 1800,
@@ -111,9 +108,9 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
       loadFactor: 1.25,
       sessionless: "prefix",
     });
-    expect(() => scheduler.selectBackend("s", "small", candidates(2))).toThrow(/store\.get/);
-    const enabled = new AffinityScheduler({
-      store: new StickyTable(8, TEST_HASH_KEY),
+    await expect(scheduler.place("s", "small", candidates(2))).rejects.toThrow(/store\.lookup/);
+    const enabled = new PlacementService({
+      store: new MemoryBindingStore(new StickyTable(8, TEST_HASH_KEY)),
       clock: new ManualClock(0),
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: new CountingRecorder(),
@@ -121,11 +118,11 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
       loadFactor: 0,
       sessionless: "prefix",
     });
-    enabled.selectBackend("s", "small", candidates(2));
+    await enabled.place("s", "small", candidates(2));
     expect(rendezvous.hashSession).toHaveBeenCalledTimes(1);
     expect(rendezvous.rendezvousWinner).toHaveBeenCalledTimes(1);
-    const bounded = new AffinityScheduler({
-      store: new StickyTable(8, TEST_HASH_KEY),
+    const bounded = new PlacementService({
+      store: new MemoryBindingStore(new StickyTable(8, TEST_HASH_KEY)),
       clock: new ManualClock(0),
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: new CountingRecorder(),
@@ -133,29 +130,29 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
       loadFactor: 1.25,
       sessionless: "prefix",
     });
-    bounded.selectBackend("s", "small", candidates(2));
-    bounded.selectBackend(undefined, "small", candidates(2), undefined, { prefixKey: { hi: 1, lo: 2 } });
+    await bounded.place("s", "small", candidates(2));
+    await bounded.place(undefined, "small", candidates(2), undefined, { prefixKey: { hi: 1, lo: 2 } });
     // Idle backends: the winner is within its bound, found without the pipeline.
     expect(rendezvous.rendezvousWinner).toHaveBeenCalledTimes(3);
     const loaded = candidates(2);
     loaded.find((c) => c.id === bounded.ranking("t", loaded)[0]!.id)!.inflight = 5;
-    bounded.selectBackend("t", "small", loaded);
+    await bounded.place("t", "small", loaded);
     expect(pipeline.runPipeline).toHaveBeenCalledTimes(1);
   });
 
-  it("counts nothing as broken and moves nothing on failures, outages and recoveries", () => {
+  it("counts nothing as broken and moves nothing on failures, outages and recoveries", async () => {
     const { scheduler, store, recorder } = disabled();
     const list = candidates(3);
-    scheduler.selectBackend("s", "small", list);
-    scheduler.onAttemptFailed("s", "small", "engine-0");
-    expect(scheduler.onBackendDown("engine-0", "small")).toBe(0);
-    expect(scheduler.onBackendUp("engine-0", list)).toBe(0);
+    await scheduler.place("s", "small", list);
+    await scheduler.onAttemptFailed("s", "small", "engine-0");
+    expect(await scheduler.onBackendDown("engine-0", "small")).toBe(0);
+    expect(await scheduler.onBackendUp("engine-0", list)).toBe(0);
     expect(recorder.totals("small")).toEqual({ hits: 0, misses: 1, broken: 0 });
     expect(store.calls.filter((c) => c !== "breakBackend")).toEqual([]);
     expect(rendezvous.rendezvousWinner).not.toHaveBeenCalled();
   });
 
-  it("picks the least in-flight backend that is up and not excluded", () => {
+  it("picks the least in-flight backend that is up and not excluded", async () => {
     const { scheduler } = disabled();
     const list = [
       candidate("busy", { inflight: 9 }),
@@ -165,11 +162,11 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
       candidate("medium", { inflight: 4 }),
     ];
     for (let i = 0; i < 50; i++)
-      expect(scheduler.selectBackend("s", "small", list)!.backend.id).toBe("light");
-    expect(scheduler.selectBackend("s", "small", list, new Set(["light"]))!.backend.id).toBe("medium");
+      expect((await scheduler.place("s", "small", list))!.backend.id).toBe("light");
+    expect((await scheduler.place("s", "small", list, new Set(["light"])))!.backend.id).toBe("medium");
   });
 
-  it("breaks ties with the seeded random source, so same-session requests spread evenly over tied backends", () => {
+  it("breaks ties with the seeded random source, so same-session requests spread evenly over tied backends", async () => {
     const { scheduler } = disabled(42);
     const list: TestCandidate[] = [
       candidate("a", { inflight: 1 }),
@@ -177,22 +174,23 @@ describe("AffinityScheduler with sticky_ttl_seconds: 0", () => {
       candidate("c", { inflight: 5 }),
       candidate("d", { inflight: 1 }),
     ];
-    const picks = Array.from(
-      { length: 3_000 },
-      () => scheduler.selectBackend("same-session", "small", list)!.backend.id,
-    );
+    const picks: string[] = [];
+    for (let i = 0; i < 3_000; i++)
+      picks.push((await scheduler.place("same-session", "small", list))!.backend.id);
     const counts = tally(picks);
     expect(counts.get("c")).toBeUndefined();
     for (const id of ["a", "b", "d"]) expect(Math.abs(counts.get(id)! - 1_000)).toBeLessThan(100);
   });
 
-  it("replays exactly for the same seed and differs for another", () => {
+  it("replays exactly for the same seed and differs for another", async () => {
     const list = candidates(4);
-    const run = (seed: number) => {
+    const run = async (seed: number) => {
       const { scheduler } = disabled(seed);
-      return Array.from({ length: 40 }, () => scheduler.selectBackend("s", "small", list)!.backend.id);
+      const picks: string[] = [];
+      for (let i = 0; i < 40; i++) picks.push((await scheduler.place("s", "small", list))!.backend.id);
+      return picks;
     };
-    expect(run(5)).toEqual(run(5));
-    expect(run(5)).not.toEqual(run(6));
+    expect(await run(5)).toEqual(await run(5));
+    expect(await run(5)).not.toEqual(await run(6));
   });
 });

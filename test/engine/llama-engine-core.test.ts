@@ -43,7 +43,8 @@ class ScriptedSequence implements LlamaSequence {
   }
 }
 
-function scriptedModel(sequences: ScriptedSequence[]): LlamaModel {
+/** `eogToken`: the token the model treats as end-of-generation (none by default). */
+function scriptedModel(sequences: ScriptedSequence[], eogToken?: number): LlamaModel {
   const context: LlamaContext = {
     getSequence: () => sequences.shift()!,
     dispose: () => Promise.resolve(),
@@ -51,7 +52,7 @@ function scriptedModel(sequences: ScriptedSequence[]): LlamaModel {
   return {
     tokenize: (text) => [...text].map((c) => c.charCodeAt(0)),
     detokenize: (tokens) => tokens.map((t) => String.fromCharCode(t)).join(""),
-    isEogToken: () => false,
+    isEogToken: (token) => token === eogToken,
     trainContextSize: 1024,
     createContext: () => Promise.resolve(context),
     dispose: () => Promise.resolve(),
@@ -104,5 +105,19 @@ describe("LlamaEngine's use of a slot", () => {
     const result = await run(engine, [1, 2, 3, 4, 5, 6, 100, 7], 1);
     expect(sequence.evaluated.at(-1)).toEqual([7]);
     expect(result).toMatchObject({ cachedTokens: 0, promptTokens: 8 });
+  });
+
+  it("ends on an end-of-generation token, unless ignore_eos decodes past it to max_tokens", async () => {
+    // The scripted model generates 100, 101, 102, ...: 102 is its end of generation.
+    const engine = await LlamaEngine.create(scriptedModel([new ScriptedSequence()], 102), SHAPE);
+    expect(await run(engine, [1, 2, 3], 10)).toMatchObject({ completionTokens: 2, finishReason: "stop" });
+    const exact = await engine.generate({
+      prompt: [4, 5, 6],
+      maxTokens: 10,
+      sampling: { temperature: 0 },
+      ignoreEos: true,
+      signal: new AbortController().signal,
+    });
+    expect(exact).toMatchObject({ completionTokens: 10, finishReason: "length" });
   });
 });

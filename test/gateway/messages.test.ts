@@ -181,4 +181,34 @@ describe("POST /v1/messages through the gateway", () => {
     });
     expect(ok.type).toBe("message");
   });
+
+  it("relays the engine's own refusal in Anthropic's envelope, which the SDK reads", async () => {
+    cluster = await startCluster([{ id: "small-0", tier: "small" }]);
+    // A prompt past the engine's 32k context: vLLM (and the simulator) refuse it with a 400.
+    const tooLong = {
+      model: SMALL_MODEL,
+      max_tokens: 16,
+      messages: [{ role: "user" as const, content: "word ".repeat(40_000) }],
+    };
+    const response = await fetch(`${cluster.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(tooLong),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      type: "error",
+      error: { type: "invalid_request_error", message: expect.stringContaining("maximum context length") },
+    });
+    const error = await client(cluster.url)
+      .messages.create(tooLong)
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    expect(error).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((error as InstanceType<typeof Anthropic.BadRequestError>).message).toContain(
+      "maximum context length",
+    );
+  });
 });

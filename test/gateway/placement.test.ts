@@ -49,6 +49,8 @@ async function turn(
         { role: "user", content: options.user },
       ],
       max_tokens: options.maxTokens,
+      // The scenarios size the engines' load by reply length: exactly max_tokens (vLLM's ignore_eos).
+      ignore_eos: true,
       ...(options.stream === false ? {} : { stream: true, stream_options: { include_usage: true } }),
     }),
   });

@@ -100,7 +100,7 @@ describe("config reload", () => {
     };
     expect(listed.backends.map((x) => x.id)).toEqual(["small-1", "small-2"]);
   });
-  it("applies a reloaded affinity.sessionless (load_factor goes the same way: AffinityScheduler.configure)", async () => {
+  it("applies a reloaded affinity.sessionless (load_factor goes the same way: PlacementService.configure)", async () => {
     engines.push(await startSimEngine({ model: SMALL_MODEL }), await startSimEngine({ model: SMALL_MODEL }));
     const list = engines.map((e, i) => ({ id: `small-${i}`, url: e.url }));
     const dir = await mkdtemp(join(tmpdir(), "agent-serve-reload-"));

@@ -280,10 +280,11 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
     // Both stores are real; the wrappers only note when each call starts and ends.
     const events: string[] = [];
     const shared = runtime.sharedBindings!;
-    const prepare = shared.prepare.bind(shared);
-    shared.prepare = async (sessionId) => {
-      await prepare(sessionId);
+    const lookup = shared.lookup.bind(shared);
+    shared.lookup = async (...args) => {
+      const found = await lookup(...args);
       events.push("lookup answered");
+      return found;
     };
     const budgets = runtime.budgets;
     const reserve = budgets.reserve.bind(budgets);

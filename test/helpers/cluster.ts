@@ -104,6 +104,8 @@ export async function chat(
       model: options.model ?? SMALL_MODEL,
       messages: options.messages ?? [{ role: "user", content: "hello there" }],
       max_tokens: options.maxTokens ?? 8,
+      // Replies of exactly max_tokens (vLLM's ignore_eos), so tests can count the tokens they asked for.
+      ignore_eos: true,
       stream: options.stream ?? false,
     }),
   });

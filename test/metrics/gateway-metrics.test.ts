@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createBalancer } from "../../src/affinity/balancers.js";
-import { AffinityScheduler } from "../../src/affinity/scheduler.js";
+import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
+import { PlacementService } from "../../src/affinity/placement-service.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
@@ -213,8 +214,8 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
   it("serves as the scheduler's recorder: a 6-turn session is 1 miss and 5 hits in Prometheus", async () => {
     const metrics = new GatewayMetrics(fakeSource([]));
     metrics.initTiers(["small"]);
-    const scheduler = new AffinityScheduler({
-      store: new StickyTable(100, TEST_HASH_KEY),
+    const scheduler = new PlacementService({
+      store: new MemoryBindingStore(new StickyTable(100, TEST_HASH_KEY)),
       clock: new ManualClock(0),
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: metrics,
@@ -223,9 +224,9 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
       sessionless: "prefix",
     });
     const list = candidates(2, "small");
-    for (let turn = 0; turn < 6; turn++) scheduler.selectBackend("s", "small", list);
-    list.find((c) => c.id === scheduler.boundBackend("s"))!.state = "down";
-    scheduler.onBackendDown(scheduler.boundBackend("s")!, "small");
+    for (let turn = 0; turn < 6; turn++) await scheduler.place("s", "small", list);
+    list.find(async (c) => c.id === (await scheduler.boundBackend("s")))!.state = "down";
+    await scheduler.onBackendDown((await scheduler.boundBackend("s"))!, "small");
     const { samples: values } = await scrape(metrics);
     expect(values.get('agentserve_affinity_hits_total{tier="small"}')).toBe(5);
     expect(values.get('agentserve_affinity_misses_total{tier="small"}')).toBe(1);
@@ -236,8 +237,8 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
   it("counts a spill in agentserve_affinity_spills_total{tier} (and as a miss, not a hit)", async () => {
     const metrics = new GatewayMetrics(fakeSource([]));
     metrics.initTiers(["small"]);
-    const scheduler = new AffinityScheduler({
-      store: new StickyTable(100, TEST_HASH_KEY),
+    const scheduler = new PlacementService({
+      store: new MemoryBindingStore(new StickyTable(100, TEST_HASH_KEY)),
       clock: new ManualClock(0),
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: metrics,
@@ -246,10 +247,11 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
       sessionless: "prefix",
     });
     const list = candidates(2, "small");
-    const pinned = list.find((c) => c.id === scheduler.selectBackend("s", "small", list)!.backend.id)!;
+    const first = (await scheduler.place("s", "small", list))!.backend.id;
+    const pinned = list.find((c) => c.id === first)!;
     pinned.maxInflight = 1;
     pinned.inflight = 1;
-    expect(scheduler.selectBackend("s", "small", list)!.reason).toBe("spill");
+    expect((await scheduler.place("s", "small", list))!.reason).toBe("spill");
     const { samples: values } = await scrape(metrics);
     expect(values.get('agentserve_affinity_spills_total{tier="small"}')).toBe(1);
     expect(values.get('agentserve_affinity_hits_total{tier="small"}')).toBe(0);

@@ -34,6 +34,7 @@ describe("profile calibration", () => {
           stop: { medianTokens: 1, sigma: 0 },
           seed: 1,
           choiceIndex: 0,
+          ignoreEos: true,
         }),
       );
       runUntilIdle(scheduler, clock);
@@ -53,6 +54,7 @@ describe("profile calibration", () => {
         stop: { medianTokens: 1, sigma: 0 },
         seed: 1,
         choiceIndex: 0,
+        ignoreEos: true,
       }),
     );
     runUntilIdle(scheduler, clock);

@@ -55,5 +55,7 @@ export function makeRequest(id: string, prompt: number[], outputTokens: number, 
     stop: { medianTokens: 10, sigma: 0.5 },
     seed,
     choiceIndex: 0,
+    // Scheduler tests need the exact length they ask for.
+    ignoreEos: true,
   });
 }

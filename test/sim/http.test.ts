@@ -23,6 +23,9 @@ function post(path: string, body: string | object): Promise<Response> {
   });
 }
 
+/** vLLM's ignore_eos: these tests count on replies of exactly max_tokens tokens. */
+const EXACT = { ignore_eos: true } as object;
+
 const SYSTEM = "You are a terse assistant that answers in one line. ".repeat(20);
 
 describe("chat completions through the openai SDK", () => {
@@ -31,7 +34,12 @@ describe("chat completions through the openai SDK", () => {
       { role: "system" as const, content: SYSTEM },
       { role: "user" as const, content: "First question, asked twice." },
     ];
-    const first = await client.chat.completions.create({ model: engine.model, messages, max_tokens: 12 });
+    const first = await client.chat.completions.create({
+      ...EXACT,
+      model: engine.model,
+      messages,
+      max_tokens: 12,
+    });
     expect(first.object).toBe("chat.completion");
     expect(first.id).toMatch(/^chatcmpl-/);
     expect(first.model).toBe(engine.model);
@@ -41,7 +49,12 @@ describe("chat completions through the openai SDK", () => {
     expect(first.usage!.completion_tokens).toBe(12);
     expect(first.usage!.prompt_tokens_details!.cached_tokens).toBe(0);
 
-    const second = await client.chat.completions.create({ model: engine.model, messages, max_tokens: 12 });
+    const second = await client.chat.completions.create({
+      ...EXACT,
+      model: engine.model,
+      messages,
+      max_tokens: 12,
+    });
     const prompt = second.usage!.prompt_tokens;
     expect(second.usage!.prompt_tokens_details!.cached_tokens).toBe(Math.floor((prompt - 1) / 16) * 16);
     expect(second.choices[0]!.message.content).toBe(first.choices[0]!.message.content);
@@ -49,6 +62,7 @@ describe("chat completions through the openai SDK", () => {
 
   it("streams role, content deltas, a finish reason, usage and [DONE]", async () => {
     const stream = await client.chat.completions.create({
+      ...EXACT,
       model: engine.model,
       messages: [{ role: "user", content: "Stream this please." }],
       max_tokens: 5,
@@ -82,6 +96,7 @@ describe("chat completions through the openai SDK", () => {
 
   it("accepts tool definitions and tool-call history", async () => {
     const reply = await client.chat.completions.create({
+      ...EXACT,
       model: engine.model,
       tools: [{ type: "function", function: { name: "read_file", parameters: { type: "object" } } }],
       tool_choice: "auto",
@@ -104,6 +119,7 @@ describe("chat completions through the openai SDK", () => {
 
   it("returns n choices", async () => {
     const reply = await client.chat.completions.create({
+      ...EXACT,
       model: engine.model,
       messages: [{ role: "user", content: "Two takes." }],
       max_tokens: 4,
@@ -117,6 +133,7 @@ describe("chat completions through the openai SDK", () => {
 describe("completions through the openai SDK", () => {
   it("parses both response modes", async () => {
     const whole = await client.completions.create({
+      ...EXACT,
       model: engine.model,
       prompt: "Once upon a time",
       max_tokens: 6,
@@ -126,6 +143,7 @@ describe("completions through the openai SDK", () => {
     expect(whole.usage).toMatchObject({ prompt_tokens: 4, completion_tokens: 6 });
 
     const stream = await client.completions.create({
+      ...EXACT,
       model: engine.model,
       prompt: [1, 2, 3, 4, 5],
       max_tokens: 3,
@@ -257,6 +275,7 @@ describe("metrics", () => {
             { role: "user", content: `question ${i % 2}` },
           ],
           max_tokens: 7,
+          ...EXACT,
         });
         prompts.push(reply.usage!.prompt_tokens);
         cached.push(reply.usage!.prompt_tokens_details!.cached_tokens!);

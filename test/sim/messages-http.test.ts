@@ -13,6 +13,9 @@ const TOOLS: Anthropic.Tool[] = [
   },
 ];
 
+/** vLLM's ignore_eos (a body field on /v1/messages too): these tests count on replies of exactly max_tokens. */
+const EXACT = { ignore_eos: true } as object;
+
 describe("simulated engine: POST /v1/messages", () => {
   let engine: SimEngineHandle;
   let client: Anthropic;
@@ -26,6 +29,7 @@ describe("simulated engine: POST /v1/messages", () => {
     const first = await client.messages.create({
       model: MODEL,
       max_tokens: 12,
+      ...EXACT,
       system: SYSTEM,
       messages: [{ role: "user", content: "hello" }],
     });
@@ -57,6 +61,7 @@ describe("simulated engine: POST /v1/messages", () => {
     const stream = client.messages.stream({
       model: MODEL,
       max_tokens: 8,
+      ...EXACT,
       messages: [{ role: "user", content: "stream please" }],
     });
     const types: string[] = [];

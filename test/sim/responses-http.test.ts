@@ -42,10 +42,11 @@ describe("POST /v1/responses", () => {
       instructions: INSTRUCTIONS,
       input: "What is a prefix cache?",
       max_output_tokens: 8,
+      ...({ ignore_eos: true } as object),
     });
     expect(response.id).toMatch(/^resp_[0-9a-f]{32}$/);
     expect(response.object).toBe("response");
-    // An explicit max_output_tokens is the reply length here, so the answer stops on it: vLLM says incomplete.
+    // With ignore_eos the reply is exactly max_output_tokens, so it stops on the limit: vLLM says incomplete.
     expect(response.status).toBe("incomplete");
     expect(response.incomplete_details).toEqual({ reason: "max_output_tokens" });
     expect(response.output).toHaveLength(1);
@@ -76,6 +77,7 @@ describe("POST /v1/responses", () => {
       model: engine.model,
       input: [{ role: "user", content: [{ type: "input_text", text: "Stream me a few words" }] }],
       max_output_tokens: 4,
+      ...({ ignore_eos: true } as object),
       stream: true,
     });
     const events: ResponseStreamEvent[] = [];

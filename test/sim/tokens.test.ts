@@ -78,7 +78,7 @@ describe("reply text", () => {
     expect(draw(1)).not.toEqual(draw(2));
   });
 
-  it("draws reply lengths around the profile's median when max_tokens is absent", () => {
+  it("draws reply lengths around the profile's median", () => {
     const random = new SeededRandom(42);
     const lengths = Array.from({ length: 4000 }, () =>
       sampleStopLength(random, { medianTokens: 200, sigma: 0.7 }),
@@ -88,5 +88,51 @@ describe("reply text", () => {
     expect(median).toBeGreaterThan(180);
     expect(median).toBeLessThan(220);
     expect(Math.min(...lengths)).toBeGreaterThanOrEqual(1);
+  });
+
+  it("has a natural length from the seed that max_tokens caps and ignore_eos replaces", () => {
+    const reply = (
+      seed: number,
+      maxTokens: number | undefined,
+      extra: { ignoreEos?: boolean; scriptedText?: string } = {},
+    ): { length: number; finish: string; text: string } => {
+      const request = createEngineRequest({
+        id: "r",
+        promptTokenIds: [1, 2, 3],
+        maxTokens,
+        maxModelLen: 10_000,
+        stop: { medianTokens: 200, sigma: 0.7 },
+        seed,
+        choiceIndex: 0,
+        ...extra,
+      });
+      while (!request.appendNextToken());
+      return {
+        length: request.numOutputTokens,
+        finish: request.plannedFinishReason,
+        text: request.outputTexts.join(""),
+      };
+    };
+    const natural = reply(5, 100_000);
+    // The same seed, the same length and words; other seeds, other lengths.
+    expect(reply(5, 100_000)).toEqual(natural);
+    expect(natural.finish).toBe("stop");
+    expect(new Set([1, 2, 3, 4, 6, 7, 8].map((seed) => reply(seed, 100_000).length)).size).toBeGreaterThan(4);
+    expect(reply(5, undefined)).toEqual(natural);
+    // A cap below it cuts the same words short.
+    const capped = reply(5, natural.length - 1);
+    expect(capped).toMatchObject({ length: natural.length - 1, finish: "length" });
+    expect(natural.text.startsWith(capped.text)).toBe(true);
+    // ignore_eos: exactly max_tokens, past the natural end too.
+    expect(reply(5, natural.length + 50, { ignoreEos: true })).toMatchObject({
+      length: natural.length + 50,
+      finish: "length",
+    });
+    // A scripted reply is its text and end-of-turn, whatever ignore_eos says.
+    expect(reply(5, 1000, { ignoreEos: true, scriptedText: "abcdefgh" })).toMatchObject({
+      length: 3,
+      finish: "stop",
+      text: "abcdefgh",
+    });
   });
 });

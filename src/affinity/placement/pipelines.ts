@@ -1,4 +1,4 @@
-// The pipelines the scheduler runs, each a list of the stages in this folder.
+// The pipelines the placement decision runs, each a list of the stages in this folder.
 import { boundedLoadFilter } from "./filter-bounded-load.js";
 import { eligibleFilter } from "./filter-eligible.js";
 import { freeSlotFilter } from "./filter-free-slot.js";

@@ -1,4 +1,4 @@
-// Builds the placement policy `affinity.policy` names (undefined for hrw: the scheduler's own affinity).
+// Builds the placement policy `affinity.policy` names (undefined for hrw: the decision's own affinity).
 import type { Random } from "../../core/random.js";
 import { LLMD_DEFAULTS, LlmdScorersPolicy } from "./llmd-scorers.js";
 import type { PlacementPolicy } from "./policy.js";

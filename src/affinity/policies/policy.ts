@@ -24,7 +24,7 @@ export interface PolicyDecision<T extends PlacementCandidate> {
 }
 
 /**
- * Chooses among a tier's candidates (state, load and engine readings as the scheduler sees them) and
+ * Chooses among a tier's candidates (state, load and engine readings as placement sees them) and
  * records what it chose in its own index. Pure apart from that index: time comes in as `nowMs`.
  */
 export interface PlacementPolicy {

@@ -2,7 +2,7 @@
 // transient 503, an engine outage and recovery, a replica restart; bindings in memory vs in a real Redis.
 import { Pool } from "undici";
 import { pct, sec, simSeconds } from "../analysis.js";
-import { sendChatTurn } from "../chat-client.js";
+import { EXACT_LENGTH, sendChatTurn } from "../chat-client.js";
 import { GatewayFleet } from "../gateway-fleet.js";
 import { InterruptGuard } from "../interrupt-guard.js";
 import type { StudyOptions } from "../progress.js";
@@ -237,6 +237,7 @@ async function runStore(
           messages: s.history,
           maxTokens: s.plan.turns[s.sent]!.maxTokens,
           stream: true,
+          extraBody: EXACT_LENGTH,
           tierHint: TIER,
         },
         now,

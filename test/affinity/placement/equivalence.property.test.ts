@@ -3,7 +3,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createBalancer } from "../../../src/affinity/balancers.js";
 import { hashString } from "../../../src/affinity/hash.js";
-import { AffinityScheduler } from "../../../src/affinity/scheduler.js";
+import { MemoryBindingStore } from "../../../src/affinity/memory-bindings.js";
+import { PlacementService } from "../../../src/affinity/placement-service.js";
 import { StickyTable } from "../../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../../src/core/clock.js";
 import { SeededRandom } from "../../../src/core/random.js";
@@ -61,12 +62,12 @@ const opArb = (uniform: boolean): fc.Arbitrary<Op> =>
     },
   );
 
-function replay(
+async function replay(
   ops: readonly Op[],
   weights: readonly number[],
   loadFactor: number,
   ttlSeconds: number,
-): void {
+): Promise<void> {
   const list: TestCandidate[] = weights.map((weight, i) => candidate(`b${i}`, { weight, maxInflight: 4 }));
   const clock = new ManualClock(1_000);
   const oldRecorder = new CountingRecorder();
@@ -78,8 +79,8 @@ function replay(
     recorder: oldRecorder,
     stickyTtlSeconds: ttlSeconds,
   });
-  const subject = new AffinityScheduler({
-    store: new StickyTable(64, TEST_HASH_KEY),
+  const subject = new PlacementService({
+    store: new MemoryBindingStore(new StickyTable(64, TEST_HASH_KEY)),
     clock,
     balancer: createBalancer("least_inflight", new SeededRandom(3)),
     recorder: newRecorder,
@@ -95,7 +96,7 @@ function replay(
         const id = sessionId(op.session);
         const hints = { prefixKey: hashString(`template-${op.session ?? 0}`) };
         const expected = reference.selectBackend(id, "t", list, exclude);
-        const actual = subject.selectBackend(id, "t", list, exclude, hints);
+        const actual = await subject.place(id, "t", list, exclude, hints);
         expect(actual && { id: actual.backend.id, hit: actual.affinityHit, reason: actual.reason }).toEqual(
           expected && { id: expected.backend.id, hit: expected.affinityHit, reason: expected.reason },
         );
@@ -110,15 +111,15 @@ function replay(
         const was = target.state;
         target.state = op.state;
         if (op.state === "down" && was !== "down") {
-          expect(subject.onBackendDown(target.id, "t")).toBe(reference.onBackendDown(target.id, "t"));
+          expect(await subject.onBackendDown(target.id, "t")).toBe(reference.onBackendDown(target.id, "t"));
         } else if (op.state === "up" && was === "down") {
-          expect(subject.onBackendUp(target.id, list)).toBe(reference.onBackendUp(target.id, list));
+          expect(await subject.onBackendUp(target.id, list)).toBe(reference.onBackendUp(target.id, list));
         }
         break;
       }
       case "fail":
         reference.onAttemptFailed(sessionId(op.session), "t", list[op.backend]!.id);
-        subject.onAttemptFailed(sessionId(op.session), "t", list[op.backend]!.id);
+        await subject.onAttemptFailed(sessionId(op.session), "t", list[op.backend]!.id);
         break;
       case "advance":
         clock.advance(op.ms);
@@ -132,9 +133,9 @@ function replay(
 const weightsArb = fc.array(fc.constantFrom(1, 1, 2, 0.5), { minLength: 4, maxLength: 4 });
 
 describe("the pipeline scheduler against the seed's scheduler", () => {
-  it("decides exactly as before at load_factor 0, whatever the loads, states, failures and time", () => {
-    fc.assert(
-      fc.property(
+  it("decides exactly as before at load_factor 0, whatever the loads, states, failures and time", async () => {
+    await fc.assert(
+      fc.asyncProperty(
         fc.array(opArb(false), { maxLength: 120 }),
         weightsArb,
         fc.constantFrom(0, 30, 1800),
@@ -144,9 +145,9 @@ describe("the pipeline scheduler against the seed's scheduler", () => {
     );
   });
 
-  it("decides exactly as before at any load factor while every backend is idle (uniform load)", () => {
-    fc.assert(
-      fc.property(
+  it("decides exactly as before at any load factor while every backend is idle (uniform load)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
         fc.array(opArb(true), { maxLength: 120 }),
         weightsArb,
         fc.constantFrom(1, 1.25, 2),
@@ -156,8 +157,8 @@ describe("the pipeline scheduler against the seed's scheduler", () => {
     );
   });
 
-  it("control: with load and a bound, the decisions do differ (so the two checks above can fail)", () => {
-    expect(() =>
+  it("control: with load and a bound, the decisions do differ (so the two checks above can fail)", async () => {
+    await expect(
       replay(
         [
           { kind: "load", backend: 0, inflight: 10, queued: 0 },
@@ -169,6 +170,6 @@ describe("the pipeline scheduler against the seed's scheduler", () => {
         1.25,
         1800,
       ),
-    ).toThrow();
+    ).rejects.toThrow();
   });
 });

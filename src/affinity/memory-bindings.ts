@@ -1,0 +1,88 @@
+// The binding store of one process: the StickyTable behind the async store contract (answers without waiting).
+import type {
+  BindingEffect,
+  BindingLookup,
+  BindingStore,
+  BrokenListener,
+  LookupPurpose,
+} from "./binding-store.js";
+import type { Hash64 } from "./hash.js";
+import type { StickyTable } from "./sticky-table.js";
+
+/** Applies a decision's effects to a table, in order; a break that broke a live binding is reported to `broken`. */
+function applyToTable(
+  table: StickyTable,
+  effects: readonly BindingEffect[],
+  nowMs: number,
+  broken: BrokenListener,
+): void {
+  for (const effect of effects) {
+    switch (effect.kind) {
+      case "bind":
+        table.bind(effect.sessionId, effect.placement, effect.backendId, effect.expiresAtMs, nowMs);
+        break;
+      case "refresh":
+        table.refresh(effect.sessionId, effect.expiresAtMs);
+        break;
+      case "break":
+        if (table.breakBinding(effect.sessionId, effect.backendId, nowMs)) broken(effect.tier, 1);
+        break;
+    }
+  }
+}
+
+const IGNORE_BROKEN: BrokenListener = () => undefined;
+
+/** Resolved once: the memory store answers without waiting, and the hot path allocates no promise for it. */
+const DONE: Promise<void> = Promise.resolve();
+
+/**
+ * The memory store. The Redis store extends it: its table is then the replica's local view, which sweeps,
+ * moves and counts stay on.
+ */
+export class MemoryBindingStore implements BindingStore {
+  /** Where broken bindings are reported (the placement service's recorder). */
+  protected broken: BrokenListener = IGNORE_BROKEN;
+
+  constructor(readonly table: StickyTable) {}
+
+  lookup(sessionId: string, nowMs: number, _purpose: LookupPurpose): Promise<BindingLookup> {
+    return Promise.resolve(this.table.get(sessionId, nowMs));
+  }
+
+  apply(effects: readonly BindingEffect[], nowMs: number): Promise<void> {
+    applyToTable(this.table, effects, nowMs, this.broken);
+    return DONE;
+  }
+
+  breakBackend(backendId: string, tier: string, nowMs: number): Promise<number> {
+    const count = this.table.breakBackend(backendId, nowMs);
+    if (count > 0) this.broken(tier, count);
+    return Promise.resolve(count);
+  }
+
+  sweep(nowMs: number, maxEntries: number): Promise<number> {
+    return Promise.resolve(this.table.sweep(nowMs, maxEntries));
+  }
+
+  moveSessions(
+    fromBackendId: string,
+    toBackendId: string,
+    nowMs: number,
+    shouldMove: (placement: Hash64) => boolean,
+  ): Promise<number> {
+    return Promise.resolve(this.table.moveSessions(fromBackendId, toBackendId, nowMs, shouldMove));
+  }
+
+  countFor(backendId: string): number {
+    return this.table.countFor(backendId);
+  }
+
+  clear(): void {
+    this.table.clear();
+  }
+
+  onBroken(listener: BrokenListener): void {
+    this.broken = listener;
+  }
+}

@@ -1,0 +1,211 @@
+// The placement service: looks the session's binding up, lets the pure decision place, applies its effects, records it.
+import type { Clock } from "../core/clock.js";
+import type { Balancer } from "./balancers.js";
+import type { BindingLookup, BindingStore } from "./binding-store.js";
+import {
+  decidePlacement,
+  usesBinding,
+  type PlacementHints,
+  type PlacementSettings,
+  type SchedulingCandidate,
+  type Selection,
+  type SessionlessMode,
+} from "./decide.js";
+import type { Hash64 } from "./hash.js";
+import type { PlacementPolicy } from "./policies/policy.js";
+import { hashSession, rendezvousRanking, rendezvousWinner } from "./rendezvous.js";
+
+/** Where outcomes go (Prometheus in the gateway, plain counters in tests): the core has no metrics dependency. */
+export interface AffinityRecorder {
+  hit(tier: string): void;
+  miss(tier: string): void;
+  broken(tier: string, count: number): void;
+  /** A bound session's request went elsewhere because its pinned backend had no free slot. */
+  spill(tier: string): void;
+}
+
+export interface PlacementServiceOptions {
+  store: BindingStore;
+  clock: Clock;
+  /** Places requests when affinity does not decide (TTL 0, no session id). */
+  balancer: Balancer;
+  recorder: AffinityRecorder;
+  /** 0 disables affinity: no bindings, no rendezvous. */
+  stickyTtlSeconds: number;
+  rebalanceOnRecovery?: boolean;
+  /** Bounded-load factor c >= 1 (affinity.load_factor); 0 turns the bound and spilling off. */
+  loadFactor: number;
+  /** Placement of requests without a session id (affinity.sessionless). */
+  sessionless: SessionlessMode;
+  /** Engine readings older than this are not placed by (default: never too old). */
+  engineSignalMaxAgeMs?: number;
+  /** affinity.policy other than hrw: this policy places every request, sessions ignored (src/affinity/policies). */
+  policy?: PlacementPolicy | undefined;
+}
+
+/** What a reload may change. */
+export type SchedulerSettings = Pick<
+  PlacementServiceOptions,
+  "stickyTtlSeconds" | "rebalanceOnRecovery" | "balancer" | "loadFactor" | "sessionless" | "policy"
+>;
+
+/** A session's binding as one lookup found it (undefined inside: never bound, or not read). */
+export interface LookedUp {
+  readonly binding: BindingLookup;
+}
+
+const NOT_BOUND: LookedUp = { binding: undefined };
+const NO_EXCLUSIONS: ReadonlySet<string> = new Set();
+const NO_HINTS: PlacementHints = { prefixKey: undefined };
+
+export class PlacementService {
+  private readonly store: BindingStore;
+  private readonly clock: Clock;
+  private readonly recorder: AffinityRecorder;
+  private settings: PlacementSettings;
+  private rebalanceOnRecovery: boolean;
+
+  constructor(options: PlacementServiceOptions) {
+    this.store = options.store;
+    this.clock = options.clock;
+    this.recorder = options.recorder;
+    this.rebalanceOnRecovery = options.rebalanceOnRecovery ?? false;
+    this.settings = placementSettings(options, options.engineSignalMaxAgeMs ?? Infinity, undefined);
+    this.store.onBroken((tier, count) => this.recorder.broken(tier, count));
+  }
+
+  get affinityEnabled(): boolean {
+    return this.settings.ttlMs > 0;
+  }
+
+  /**
+   * Applies a reloaded config; existing bindings keep their expiry until next used. Turning affinity off
+   * forgets every binding (a later TTL must not revive them, nor an outage count them as broken).
+   */
+  configure(settings: SchedulerSettings): void {
+    const previous = this.settings;
+    if (settings.stickyTtlSeconds <= 0 && previous.ttlMs > 0) this.store.clear();
+    this.rebalanceOnRecovery = settings.rebalanceOnRecovery ?? false;
+    this.settings = placementSettings(settings, previous.engineSignalMaxAgeMs, previous.policy);
+  }
+
+  /**
+   * The session's binding as the request's routing sees it (a live binding's TTL slides with it; none when
+   * placement would not read it). Hand it to place() for the first attempt, so the turn costs one lookup.
+   */
+  async lookup(sessionId: string | undefined): Promise<LookedUp> {
+    if (!usesBinding(this.settings, sessionId)) return NOT_BOUND;
+    return { binding: await this.store.lookup(sessionId, this.clock.nowMs(), "route") };
+  }
+
+  /**
+   * Places one attempt of a request. `exclude` holds backends that already failed this request (failover);
+   * `hints` carries the prompt's prefix key and text, read only when placement needs them; `looked` is a
+   * lookup() already made for this attempt (else the store is asked). Undefined when no candidate can take it.
+   */
+  async place<T extends SchedulingCandidate>(
+    sessionId: string | undefined,
+    tier: string,
+    candidates: readonly T[],
+    exclude: ReadonlySet<string> = NO_EXCLUSIONS,
+    hints: PlacementHints = NO_HINTS,
+    looked?: LookedUp,
+  ): Promise<Selection<T> | undefined> {
+    const settings = this.settings;
+    let bound: BindingLookup;
+    if (usesBinding(settings, sessionId)) {
+      bound =
+        looked !== undefined
+          ? looked.binding
+          : await this.store.lookup(sessionId, this.clock.nowMs(), "route");
+    }
+    const nowMs = this.clock.nowMs();
+    const decision = decidePlacement(settings, {
+      sessionId,
+      tier,
+      candidates,
+      exclude,
+      hints,
+      binding: bound,
+      nowMs,
+    });
+    if (decision.effects.length > 0) await this.store.apply(decision.effects, nowMs);
+    if (decision.selection === undefined) return undefined;
+    if (decision.outcome === "hit") {
+      this.recorder.hit(tier);
+    } else {
+      this.recorder.miss(tier);
+      if (decision.outcome === "spill") this.recorder.spill(tier);
+    }
+    return decision.selection;
+  }
+
+  /** Every candidate in the session's rendezvous order, best first (for admin views and placement). */
+  ranking<T extends SchedulingCandidate>(sessionId: string, candidates: readonly T[]): T[] {
+    return rendezvousRanking(hashSession(sessionId), candidates);
+  }
+
+  /** The backend id a session is bound to now, if any (live bindings only; the lookup refreshes nothing). */
+  async boundBackend(sessionId: string): Promise<string | undefined> {
+    const bound = await this.store.lookup(sessionId, this.clock.nowMs(), "peek");
+    return typeof bound === "string" ? bound : undefined;
+  }
+
+  /** Live bindings to a backend (admin view and the bindings gauge). */
+  bindingsOf(backendId: string): number {
+    return this.store.countFor(backendId);
+  }
+
+  /**
+   * An attempt on `backendId` failed before any byte reached the client: the session's binding to it is
+   * broken (and counted) so the retry rebinds to the next backend of its ranking.
+   */
+  async onAttemptFailed(sessionId: string | undefined, tier: string, backendId: string): Promise<void> {
+    if (sessionId === undefined || this.settings.ttlMs <= 0) return;
+    await this.store.apply([{ kind: "break", sessionId, backendId, tier }], this.clock.nowMs());
+  }
+
+  /** The health checker marked a backend down: every binding to it is broken at once; resolves how many. */
+  onBackendDown(backendId: string, tier: string): Promise<number> {
+    return this.store.breakBackend(backendId, tier, this.clock.nowMs());
+  }
+
+  /**
+   * A backend came back. With rebalancing on, sessions of its tier whose rendezvous winner it is move back
+   * to it; otherwise (the default) sessions stay where their cache is now warm. Resolves how many moved.
+   */
+  async onBackendUp<T extends SchedulingCandidate>(
+    backendId: string,
+    tierCandidates: readonly T[],
+  ): Promise<number> {
+    if (!this.rebalanceOnRecovery || this.settings.ttlMs <= 0) return 0;
+    const nowMs = this.clock.nowMs();
+    const winsHere = (placement: Hash64) =>
+      rendezvousWinner(placement, tierCandidates, (c) => c.state === "up")?.id === backendId;
+    let moved = 0;
+    for (const other of tierCandidates) {
+      if (other.id !== backendId)
+        moved += await this.store.moveSessions(other.id, backendId, nowMs, winsHere);
+    }
+    return moved;
+  }
+}
+
+/**
+ * The decision's settings from the service's. A policy with the same settings as `previousPolicy` (a reload
+ * that keeps it) stays the same object, keeping its index (its picture of the engines' caches).
+ */
+function placementSettings(
+  settings: SchedulerSettings,
+  engineSignalMaxAgeMs: number,
+  previousPolicy: PlacementPolicy | undefined,
+): PlacementSettings {
+  return {
+    ttlMs: settings.stickyTtlSeconds * 1000,
+    loadFactor: settings.loadFactor,
+    sessionless: settings.sessionless,
+    balancer: settings.balancer,
+    policy: settings.policy?.key === previousPolicy?.key ? previousPolicy : settings.policy,
+    engineSignalMaxAgeMs,
+  };
+}
