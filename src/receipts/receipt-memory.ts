@@ -3,7 +3,7 @@ import { LRUCache } from "lru-cache";
 import type { Receipt, TurnRecord } from "./receipt-rules.js";
 
 /** Receipts kept per session for the admin API (the newest last). */
-export const RECENT_RECEIPTS = 8;
+export const RECENT_RECEIPTS = 4;
 
 export interface SessionReceipts {
   readonly last: TurnRecord;
