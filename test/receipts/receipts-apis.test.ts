@@ -122,4 +122,23 @@ describe("receipts across APIs", () => {
       lost_cause: "none",
     });
   });
+
+  it("a request without a session id is receipted against its prompt prefix key's previous request", async () => {
+    const first: Message[] = [SYSTEM, { role: "user", content: "No session header here." }];
+    const one = await turn(cluster.url, undefined, first);
+    expect(one.receipt.lost_cause).toBe("new_session");
+    const two = await turn(cluster.url, undefined, extend(first, one, "Still none."));
+    expect(two.backend).toBe(one.backend); // placed by the prefix key, like the first
+    expect(two.receipt).toMatchObject({
+      reusable_tokens: reusableOf(tokensOf(one)),
+      lost_tokens: 0,
+      lost_cause: "none",
+    });
+    // Another conversation under the same prefix key: nothing of the previous one is reusable.
+    const other = await turn(cluster.url, undefined, [
+      SYSTEM,
+      { role: "user", content: "A different task." },
+    ]);
+    expect(other.receipt).toMatchObject({ reusable_tokens: 0, lost_cause: "conversation_changed" });
+  });
 });
