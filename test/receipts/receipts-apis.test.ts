@@ -1,15 +1,34 @@
 // Receipts on every API the gateway relays, streamed and not: chat streams carry it on their usage chunk, Messages
 // streams on message_delta, the Responses API on its final event and follows a chain by previous_response_id.
+import { EventEmitter } from "node:events";
+import { Writable } from "node:stream";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SMALL_MODEL, startCluster, type Cluster } from "../helpers/cluster.js";
+import { eventsOf, waitUntil } from "../helpers/wait.js";
 import { SYSTEM, extend, reusableOf, tokensOf, turn, type Message } from "./helpers.js";
 
 let cluster: Cluster;
+/** The gateway's log lines (JSON), as an operator reads them. */
+const logLines: Record<string, unknown>[] = [];
+const logged = new EventEmitter();
 beforeAll(async () => {
-  cluster = await startCluster([
-    { id: "small-0", tier: "small" },
-    { id: "small-1", tier: "small" },
-  ]);
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString("utf8").split("\n"))
+        if (line !== "") logLines.push(JSON.parse(line) as Record<string, unknown>);
+      logged.emit("line");
+      done();
+    },
+  });
+  cluster = await startCluster(
+    [
+      { id: "small-0", tier: "small" },
+      { id: "small-1", tier: "small" },
+    ],
+    {},
+    { logger: pino({ level: "info" }, sink) },
+  );
 });
 afterAll(() => cluster.close());
 
@@ -52,6 +71,11 @@ describe("receipts across APIs", () => {
     const cached = (usageChunk["usage"] as { prompt_tokens_details: { cached_tokens: number } })
       .prompt_tokens_details.cached_tokens;
     // The whole metadata again, with the receipt.
+    // The request's log line has it too (written once the answer has ended).
+    const lines = () => logLines.filter((l) => l["msg"] === "request" && l["session"] === "chat-stream");
+    await waitUntil("both turns' log lines", () => lines().length === 2, eventsOf(logged, "line"));
+    expect(lines().map((l) => l["lostCause"])).toEqual(["new_session", "none"]);
+    expect(lines()[1]).toMatchObject({ reusable: reusableOf(tokensOf(one)), lost: 0 });
     expect(usageChunk["x_agent_serve"]).toMatchObject({
       backend_id: one.backend,
       reusable_tokens: reusableOf(tokensOf(one)),
