@@ -7,6 +7,7 @@ import {
   SGLANG_CONFIG_DEFAULTS,
 } from "../affinity/policies/create-policy.js";
 import { SESSIONLESS_MODES } from "../affinity/decide.js";
+import { FLOW_POLICY_NAMES } from "../admission/flow-queue/types.js";
 import { tracingSchema } from "../tracing/config.js";
 import { bindingStoreSchema, budgetStoreSchema, discoverySchema } from "./shared-state.js";
 
@@ -17,6 +18,11 @@ const positiveInt = (what: string) =>
     .positive({ error: `must be ${what}` });
 const nonNegativeNumber = (what: string) =>
   z.number({ error: `must be ${what}` }).nonnegative({ error: `must be ${what}` });
+const nonNegativeInt = (what: string) =>
+  z
+    .number({ error: `must be ${what}` })
+    .int({ error: `must be ${what}` })
+    .nonnegative({ error: `must be ${what}` });
 const positiveNumber = (what: string) =>
   z.number({ error: `must be ${what}` }).positive({ error: `must be ${what}` });
 
@@ -75,6 +81,8 @@ const apiKeySchema = z.strictObject({
     }),
   /** Requests with this key are charged to this agent, whatever X-Agent-Id says. */
   agent_id: z.string({ error: "must be a string" }).min(1).max(128).optional(),
+  /** The highest X-Priority band this key's requests may ask for; unset: admission.scheduling.max_header_priority. */
+  max_priority: nonNegativeInt("a non-negative integer").optional(),
 });
 
 const serverSchema = z.strictObject({
@@ -125,6 +133,41 @@ const serverSchema = z.strictObject({
   admin_host: z.string({ error: "must be a host name or address" }).min(1).optional(),
 });
 
+/** Who goes next when engines are full: flows (agents), priority bands, a policy per band (src/admission/flow-queue). */
+const schedulingSchema = z.strictObject({
+  /** Order within a band: `fifo`, `fair` (round-robin between flows) or `least-attained` (least service first). */
+  policy: z
+    .enum(FLOW_POLICY_NAMES, { error: `must be one of ${FLOW_POLICY_NAMES.join(", ")}` })
+    .default("least-attained"),
+  /** least-attained: service this long ago counts half. */
+  half_life_seconds: positiveNumber("a positive number").default(120),
+  /** Priority bands 0 (lowest) .. bands-1 (highest), served in strict priority. */
+  bands: positiveInt("a positive integer").max(16, { error: "must be at most 16" }).default(3),
+  /** The band of requests whose agent has none configured and that send no X-Priority. */
+  default_band: nonNegativeInt("a non-negative integer").default(1),
+  /** The highest band X-Priority may ask for without an API key that allows more; unset: default_band. */
+  max_header_priority: nonNegativeInt("a non-negative integer").optional(),
+  /** Flows whose attained service is remembered at most (least recently served forgotten first). */
+  max_flows: positiveInt("a positive integer").default(10_000),
+  /** Flows named in agentserve_flow_served_tokens_total at most (the top ones by tokens served). */
+  metrics_top_flows: positiveInt("a positive integer")
+    .max(1000, { error: "must be at most 1000" })
+    .default(20),
+  /** With admission.store kind redis: how often each replica adds its service to the shared counters. */
+  sync_interval_ms: positiveInt("a positive integer").default(1000),
+  /** Per-agent band and weight (an agent of weight 2 is charged half the service per token: twice the share). */
+  agents: z
+    .record(
+      z.string(),
+      z.strictObject({
+        band: nonNegativeInt("a non-negative integer").optional(),
+        weight: positiveNumber("a positive number").default(1),
+      }),
+      { error: "must map agent ids to {band, weight}" },
+    )
+    .default({}),
+});
+
 const admissionSchema = z.strictObject({
   default_token_budget: positiveInt("a positive integer").default(100_000),
   budget_window_seconds: positiveNumber("a positive number").default(3600),
@@ -146,6 +189,10 @@ const admissionSchema = z.strictObject({
   budget_anonymous: z.boolean({ error: "must be true or false" }).default(false),
   /** Where budgets are counted: `{kind: memory}` (per process) or `{kind: redis, ...}` (shared by replicas). */
   store: budgetStoreSchema,
+  /** Engine slots one agent may hold at once across the gateway (its other requests wait); 0: no cap. */
+  max_inflight_per_agent: nonNegativeInt("a non-negative integer").default(0),
+  /** Flows, priority bands and the policy that orders waiting requests. */
+  scheduling: schedulingSchema.prefault({}),
 });
 
 /** The LLM tier classifier: asked when the rules do not decide an `auto` request (off by default). */
@@ -460,8 +507,35 @@ export const gatewayConfigSchema = z
         });
       }
     }
+    for (const { path, message } of bandsOutOfRange(config)) ctx.addIssue({ code: "custom", path, message });
     for (const { path, message } of outOfBounds(config, [])) ctx.addIssue({ code: "custom", path, message });
   });
+
+/** Every band named in config must exist: admission.scheduling.bands of them, 0 .. bands-1. */
+function bandsOutOfRange(config: {
+  admission: { scheduling: z.output<typeof schedulingSchema> };
+  server: { api_keys: { max_priority?: number | undefined }[] };
+}): { path: (string | number)[]; message: string }[] {
+  const { scheduling } = config.admission;
+  const named: [(string | number)[], number | undefined][] = [
+    [["admission", "scheduling", "default_band"], scheduling.default_band],
+    [["admission", "scheduling", "max_header_priority"], scheduling.max_header_priority],
+    ...Object.entries(scheduling.agents).map(([id, agent]): [string[], number | undefined] => [
+      ["admission", "scheduling", "agents", id, "band"],
+      agent.band,
+    ]),
+    ...config.server.api_keys.map((key, i): [(string | number)[], number | undefined] => [
+      ["server", "api_keys", i, "max_priority"],
+      key.max_priority,
+    ]),
+  ];
+  return named
+    .filter(([, band]) => band !== undefined && band >= scheduling.bands)
+    .map(([path]) => ({
+      path,
+      message: `must be a band below admission.scheduling.bands (${scheduling.bands}): 0 .. ${scheduling.bands - 1}`,
+    }));
+}
 
 /** Node's timers take at most 2^31-1 ms (24.8 days): a longer one fires at once, so no duration may exceed it. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -3,6 +3,7 @@ import type { ServerResponse } from "node:http";
 import type { PlacementHints } from "../affinity/decide.js";
 import type { LookedUp, PlacementService } from "../affinity/placement-service.js";
 import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
+import type { FlowTicket } from "../admission/flow-queue/flow-ticket.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
@@ -59,6 +60,8 @@ export interface RoutedRequest {
   binding?: LookedUp;
   /** What the gateway changed for the engine, and how to restore its answers for the client. */
   adaptation?: Adaptation | undefined;
+  /** Its flow and band: who goes first when the engine is full (the gateway's own calls have none). */
+  flow?: FlowTicket | undefined;
   /** The turn's route receipt in the making (src/receipts), when it is receipted. */
   receipt?: PendingReceipt | undefined;
 }
@@ -119,7 +122,7 @@ export async function runAttemptLoop(
     if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
     const waitStartedMs = deps.clock.nowMs();
     try {
-      const pending = deps.slots.acquire(backend, abort);
+      const pending = deps.slots.acquire(backend, abort, request.flow);
       if (pending !== undefined) await pending;
     } catch (err) {
       if (!(err instanceof SlotUnavailableError)) throw err;
@@ -127,7 +130,9 @@ export async function runAttemptLoop(
       exclude.add(backend.id);
       continue;
     } finally {
-      ctx.queueWaitMs += deps.clock.nowMs() - waitStartedMs;
+      const waitedMs = deps.clock.nowMs() - waitStartedMs;
+      ctx.queueWaitMs += waitedMs;
+      if (request.flow !== undefined) deps.metrics.flows.waited(request.flow.band, waitedMs / 1000);
     }
 
     let committed = false;
@@ -191,7 +196,7 @@ export async function runAttemptLoop(
         "attempt failed",
       );
     } finally {
-      deps.slots.release(backend);
+      deps.slots.release(backend, request.flow);
       if (relay !== undefined) ctx.generatedEvents = relay.generatedEvents;
     }
   }

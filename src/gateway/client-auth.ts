@@ -5,6 +5,8 @@ import { single } from "./client-headers.js";
 
 export interface ApiKeyEntry {
   agentId: string | undefined;
+  /** The highest X-Priority band the key may ask for (server.api_keys[].max_priority). */
+  maxPriority?: number | undefined;
 }
 
 /** Every value of each request header, as node's req.headersDistinct gives them (duplicates kept). */

@@ -1,4 +1,4 @@
-// Validates the gateway's own request headers: tier hint and agent id (the session: session-identity.ts).
+// Validates the gateway's own request headers: tier hint, agent id and priority (the session: session-identity.ts).
 import { GatewayError } from "../core/errors.js";
 import type { DistinctHeaders } from "./client-auth.js";
 
@@ -11,6 +11,19 @@ export interface ClientHeaders {
   tierHint: string | undefined;
   /** X-Agent-Id as sent; undefined when absent. */
   agentId: string | undefined;
+  /** X-Priority as sent (an integer, clamped later per API key); undefined when absent. */
+  priority: number | undefined;
+}
+
+/** X-Priority: a small integer (its band; the scheduler clamps it to what the key allows). */
+function parsePriority(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^-?[0-9]{1,3}$/.test(value.trim())) {
+    throw new GatewayError("invalid_header", "header x-priority must be a small integer (a priority band)", {
+      param: "x-priority",
+    });
+  }
+  return Number(value.trim());
 }
 
 /**
@@ -46,5 +59,6 @@ export function parseClientHeaders(headers: DistinctHeaders): ClientHeaders {
   return {
     tierHint: hint === undefined || hint === "" ? undefined : printable("x-tier-hint", hint, 64),
     agentId: agent === undefined ? undefined : printable("x-agent-id", agent, 128),
+    priority: parsePriority(single(headers, "x-priority")),
   };
 }

@@ -5,6 +5,8 @@ import { GatewayError } from "../core/errors.js";
 import type { LookedUp } from "../affinity/placement-service.js";
 import { adaptRequest } from "./adaptation/adapt-request.js";
 import { admit, reserveBudget, settle, streamedUsage, type BudgetHold } from "./admit.js";
+import { flowTicket, serviceTokens } from "../admission/flow-queue/flow-ticket.js";
+import { estimatePromptTokens } from "./admit.js";
 import { runAttemptLoop } from "./attempt-loop.js";
 import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
 import { readBody } from "./read-body.js";
@@ -101,6 +103,16 @@ export async function handleCompletion(
     );
     throw err;
   }
+  // Who goes next when the engine is full: the request's flow (agent, else session) and priority band. The
+  // flow is the client's whole session, not its thread: a burst of sub-agents is one program's service.
+  const flow = flowTicket(settings.config.admission, {
+    agentId: admission.agentId,
+    sessionId: named?.clientId ?? sessionId,
+    priority: admission.client.priority,
+    keyMaxPriority: ctx.apiKey?.maxPriority,
+    estimatedTokens: estimatePromptTokens(request),
+  });
+  ctx.band = flow.band;
   let usage: TokenUsage | undefined;
   try {
     const result = await runAttemptLoop(
@@ -127,6 +139,7 @@ export async function handleCompletion(
         onlyBackend: conversation.owner?.id,
         placement: request,
         binding,
+        flow,
         receipt,
       },
       res,
@@ -149,13 +162,10 @@ export async function handleCompletion(
   } finally {
     // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended
     // before the engine's usage what it relayed.
-    settle(
-      admission,
-      rt.budgets,
-      hold,
-      usage ?? streamedUsage(request, ctx.generatedEvents),
-      rt.clock.nowMs(),
-    );
+    const used = usage ?? streamedUsage(request, ctx.generatedEvents);
+    settle(admission, rt.budgets, hold, used, rt.clock.nowMs());
+    rt.slots.charge(flow, serviceTokens(used));
+    rt.metrics.flows.served(flow.flow, serviceTokens(used));
   }
 }
 

@@ -14,6 +14,12 @@ import { MemoryBindingStore } from "../affinity/memory-bindings.js";
 import { RedisSubscription } from "../store/redis-subscription.js";
 import type { BindingStore } from "../affinity/binding-store.js";
 import { BackendSlots } from "../admission/backend-slots.js";
+import { AttainedService } from "../admission/flow-queue/attained-service.js";
+import {
+  RedisAttainedService,
+  sharedAttainedService,
+} from "../admission/flow-queue/redis-attained-service.js";
+import { attainedServiceSettingsOf, queueSettingsOf } from "../admission/queue-settings.js";
 import type { BudgetStore } from "../admission/budget-store.js";
 import { RedisBudgetStore } from "../admission/redis-budget-store.js";
 import { TokenBudgets, type BudgetSettings } from "../admission/token-budgets.js";
@@ -26,7 +32,7 @@ import { DnsDiscovery, dnsLookup, type EngineLookup } from "../backends/dns-disc
 import { HealthChecker } from "../backends/health-checker.js";
 import type { HealthThresholds } from "../backends/health-state.js";
 import { BackendRegistry } from "../backends/registry.js";
-import { systemClock, type Clock } from "../core/clock.js";
+import { systemClock, systemTimers, type Clock } from "../core/clock.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { BackendConfig, GatewayConfig } from "../config/schema.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -129,7 +135,12 @@ function deriveSettings(config: GatewayConfig, tiers: readonly string[]): Runtim
     maxResponseBytes: config.upstream.max_response_bytes,
     requestTimeoutMs: config.upstream.request_timeout_seconds * 1000,
     adminToken: config.server.admin_token,
-    apiKeys: new Map(config.server.api_keys.map((key) => [key.sha256, { agentId: key.agent_id }])),
+    apiKeys: new Map(
+      config.server.api_keys.map((key) => [
+        key.sha256,
+        { agentId: key.agent_id, maxPriority: key.max_priority },
+      ]),
+    ),
     adaptation: {
       flattenNamespaces: config.adaptation.flatten_namespaces,
       dropHostedTools: config.adaptation.drop_hosted_tools,
@@ -236,6 +247,8 @@ export class Gateway {
   private address: AddressInfo | undefined;
   private readonly fileLimit = openFileLimit();
   private readonly connections: ConnectionGuard;
+  /** The flows' attained service shared through admission.store when it is Redis. */
+  private readonly sharedService: RedisAttainedService | undefined;
 
   private constructor(
     config: GatewayConfig,
@@ -245,10 +258,10 @@ export class Gateway {
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? pino({ name: "agent-serve" });
     const registry = new BackendRegistry(config.backends, thresholdsOf(config), clock);
-    const slots = new BackendSlots({
-      maxQueueSize: config.admission.max_queue_size,
-      queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
-    });
+    const slots = new BackendSlots(
+      queueSettingsOf(config),
+      new AttainedService(attainedServiceSettingsOf(config), clock),
+    );
     const random = options.random ?? new SeededRandom(0x5eed);
     this.random = random;
     const store = new StickyTable(config.affinity.max_bindings, options.bindingHashKey ?? randomHashKey());
@@ -264,6 +277,14 @@ export class Gateway {
           engineLoad: b.engineLoad,
         })),
       queueDepth: () => slots.depth,
+    });
+    metrics.flows.attach(slots, config.admission.scheduling.metrics_top_flows);
+    this.sharedService = sharedAttainedService(config, slots.service, {
+      clock,
+      timers: systemTimers,
+      logger,
+      // The budgets' store is the same Redis: its errors count there; its up gauge stays the budgets' link's.
+      health: { up: () => undefined, error: () => metrics.budgetStore.error() },
     });
     const storeConfig = config.affinity.store;
     if (storeConfig.kind === "redis") {
@@ -531,10 +552,9 @@ export class Gateway {
       policy: createPolicy(config.affinity, this.random, engineSignalMaxAgeMs(config)),
     });
     rt.sharedBindings?.configure(config.affinity.sticky_ttl_seconds * 1000);
-    rt.slots.configure({
-      maxQueueSize: config.admission.max_queue_size,
-      queueTimeoutMs: config.admission.queue_timeout_seconds * 1000,
-    });
+    rt.slots.configure(queueSettingsOf(config));
+    rt.slots.service.configure(attainedServiceSettingsOf(config));
+    rt.metrics.flows.attach(rt.slots, config.admission.scheduling.metrics_top_flows);
     this.health.configure({
       intervalMs: config.health.probe_interval_seconds * 1000,
       timeoutMs: config.health.probe_timeout_seconds * 1000,
@@ -684,6 +704,7 @@ export class Gateway {
     await this.runtime.budgets.close();
     await this.runtime.receipts.memory.flush();
     await this.runtime.receipts.memory.close();
+    await this.sharedService?.close();
     await closed;
     await adminClosed;
   }

@@ -12,6 +12,8 @@ export interface RequestContext {
   /** Which of affinity.session_keys named the session (`header:...`, `body:...`, `responses_chain`). */
   sessionSource?: string | undefined;
   agentId?: string | undefined;
+  /** The priority band the request waited in (admission.scheduling), for the log line. */
+  band?: number;
   /** The last message, only when server.log_prompts is on. */
   prompt?: string;
   tier?: string;

@@ -236,6 +236,7 @@ export function createGatewayServer(
         hit: ctx.affinityHit,
         attempts: ctx.attempts || undefined,
         queueMs: ctx.queueWaitMs > 0 ? Math.round(ctx.queueWaitMs) : undefined,
+        band: ctx.band,
         error: ctx.errorCode ?? ctx.streamError,
         adapted: ctx.adapted,
         reusable: ctx.receipt?.reusableTokens,

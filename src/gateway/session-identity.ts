@@ -9,6 +9,8 @@ import { MAX_SESSION_ID_BYTES, printable, single } from "./client-headers.js";
 export interface SessionIdentity {
   /** The affinity key: the client's session id, or that id and its thread (see threadKey). */
   key: string;
+  /** The client's session id as sent: one program, sub-agents and side requests included (its flow). */
+  clientId: string;
   /** Which entry named it, e.g. `header:x-claude-code-session-id`, `body:prompt_cache_key`. */
   source: string;
 }
@@ -112,7 +114,7 @@ export function identifySession(
       if (chained) return "responses_chain";
       continue;
     }
-    return { key: entry.split_threads ? threadKey(id, body) : id, source };
+    return { key: entry.split_threads ? threadKey(id, body) : id, clientId: id, source };
   }
   return undefined;
 }

@@ -4,6 +4,7 @@ import { LOST_CAUSES } from "../receipts/receipt-rules.js";
 import type { AffinityRecorder } from "../affinity/placement-service.js";
 import type { EngineLoad } from "../backends/engine-load.js";
 import type { StoreHealthSink } from "../store/redis-link.js";
+import { FlowMetrics } from "./flow-metrics.js";
 
 /** Values read at scrape time, so the request path does not keep gauges up to date. */
 export interface BackendSnapshot {
@@ -84,6 +85,8 @@ class ChildCache<T> {
 
 export class GatewayMetrics implements AffinityRecorder {
   readonly registry = new Registry();
+  /** The flow scheduler's: per band, per flow, fairness. */
+  readonly flows = new FlowMetrics(this.registry);
 
   private readonly affinityHits = new HotCounter(
     this.registry,

@@ -8,6 +8,7 @@ import type { StudyResult } from "./result.js";
 import { runAffinityStudy } from "./studies/affinity.js";
 import { runAgentsStudy } from "./studies/agents.js";
 import { runFailureStudy } from "./studies/failure.js";
+import { runFairnessStudy } from "./studies/fairness.js";
 import { runHotspotStudy } from "./studies/hotspot.js";
 import { runReplicasStudy } from "./studies/replicas.js";
 import { runSaturationStudy } from "./studies/saturation.js";
@@ -29,6 +30,7 @@ export const STUDIES: Record<string, StudyDefinition> = {
   sessionless: { run: runSessionlessStudy, defaultTimeScale: 10 },
   replicas: { run: runReplicasStudy, defaultTimeScale: 10 },
   agents: { run: runAgentsStudy, defaultTimeScale: 10 },
+  fairness: { run: runFairnessStudy, defaultTimeScale: 10 },
 };
 
 const HELP = `usage: agent-serve study [NAME] [--gateway URL] [--engines sim|real] [--seed N] [--time-scale X] [--out DIR]
@@ -51,6 +53,8 @@ studies:
                starts; redis-server must be on PATH) through a 503, an engine outage, a replica restart
   agents       coding-agent traffic (long growing sessions, sub-agent bursts): the client's own session
                signal vs prefix placement only vs least-loaded
+  fairness     interactive agents beside sub-agent bursts on full engines: the flow scheduler's
+               fifo, fair and least-attained (also with a per-agent cap) vs the interactive agents alone
   all          every study above, one after the other
 
 flags:
@@ -62,7 +66,7 @@ flags:
       --seed N        workload seed (default 42): same seed, same prompts and session order
       --time-scale X  simulated engine time per wall time (default per study: affinity 5,
                       saturation 10, sessions 8, failure 1,
-                      hotspot 10, sessionless 10, replicas 10, agents 10); latencies are reported in engine time
+                      hotspot 10, sessionless 10, replicas 10, agents 10, fairness 10); latencies are reported in engine time
       --out DIR       where run directories go (default studies/results)
       --quick         small counts (a few seconds per study), for smoke tests
       --shared-system-prompt

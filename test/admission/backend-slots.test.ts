@@ -1,6 +1,9 @@
 // max_inflight slots and their queue, with the attempt aborts that withdraw a waiting request.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { BackendSlots, SlotUnavailableError } from "../../src/admission/backend-slots.js";
+import { AttainedService } from "../../src/admission/flow-queue/attained-service.js";
+import type { FlowTicket } from "../../src/admission/flow-queue/flow-ticket.js";
+import { ManualClock } from "../../src/core/clock.js";
 import { GatewayError } from "../../src/core/errors.js";
 import { AttemptAbort } from "../../src/gateway/attempt-abort.js";
 
@@ -104,5 +107,48 @@ describe("AttemptAbort", () => {
     abort.abort(new Error("gone"));
     expect(heard).toEqual([]);
     expect(abort.reason).toBeInstanceOf(Error);
+  });
+});
+
+describe("BackendSlots with flow tickets", () => {
+  beforeEach(() => vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] }));
+  afterEach(() => vi.useRealTimers());
+
+  const ticket = (flow: string, band = 0, estimatedTokens = 100): FlowTicket => ({
+    flow,
+    band,
+    capped: true,
+    weight: 1,
+    estimatedTokens,
+    chargedTokens: 0,
+  });
+
+  it("hands a freed slot to the least-served flow, charges the estimate at start and corrects it at the end", async () => {
+    const service = new AttainedService({ halfLifeMs: 60_000, maxFlows: 10 }, new ManualClock());
+    const slots = new BackendSlots({ maxQueueSize: 10, queueTimeoutMs: 1000, bands: 2 }, service);
+    const b = { id: "e0", maxInflight: 1, inflight: 0, queued: 0 };
+    const first = ticket("batch");
+    expect(slots.acquire(b, undefined, first)).toBeUndefined();
+    expect(service.value("batch")).toBe(100);
+    const burst = slots.acquire(b, undefined, ticket("batch"))!;
+    const turn = slots.acquire(b, undefined, ticket("interactive"))!;
+    slots.release(b, first);
+    slots.charge(first, 40);
+    expect(service.value("batch")).toBe(40);
+    expect(await state(turn)).toBe("granted");
+    expect(await state(burst)).toBe("pending");
+    expect(slots.waitingIn(0)).toBe(1);
+  });
+
+  it("sheds the lowest band's waiter for a higher newcomer: that waiter gets 503 queue_full", async () => {
+    const slots = new BackendSlots({ maxQueueSize: 1, queueTimeoutMs: 1000, bands: 2 });
+    const b = { id: "e0", maxInflight: 1, inflight: 0, queued: 0 };
+    expect(slots.acquire(b, undefined, ticket("x"))).toBeUndefined();
+    const low = slots.acquire(b, undefined, ticket("batch", 0))!;
+    const high = slots.acquire(b, undefined, ticket("interactive", 1))!;
+    const shed = await state(low);
+    expect((shed as GatewayError).code).toBe("queue_full");
+    expect(await state(high)).toBe("pending");
+    expect(slots.depth).toBe(1);
   });
 });

@@ -54,6 +54,17 @@ describe("the shipped configs/gateway.yaml", () => {
       max_agents: 100_000,
       budget_anonymous: false,
       store: { kind: "memory" },
+      max_inflight_per_agent: 0,
+      scheduling: {
+        policy: "least-attained",
+        half_life_seconds: 120,
+        bands: 3,
+        default_band: 1,
+        max_flows: 10_000,
+        metrics_top_flows: 20,
+        sync_interval_ms: 1000,
+        agents: {},
+      },
     });
     expect(config.routing).toMatchObject({
       prompt_length_threshold: 2000,

@@ -45,6 +45,7 @@ describe("identifySession with the default session_keys", () => {
   it("takes X-Session-Id as it is, before every other signal", () => {
     expect(identify({ "x-session-id": "s1", "x-claude-code-session-id": "cc" })).toEqual({
       key: "s1",
+      clientId: "s1",
       source: "header:x-session-id",
     });
   });
@@ -53,16 +54,27 @@ describe("identifySession with the default session_keys", () => {
     const thread = threadKey("cc", CHAT).slice(2);
     expect(identify({ "x-claude-code-session-id": "cc" })).toEqual({
       key: `cc${thread}`,
+      clientId: "cc",
       source: "header:x-claude-code-session-id",
     });
-    expect(identify({ "session-id": "cc" })).toEqual({ key: `cc${thread}`, source: "header:session-id" });
-    expect(identify({ session_id: "cc" })).toEqual({ key: `cc${thread}`, source: "header:session_id" });
+    expect(identify({ "session-id": "cc" })).toEqual({
+      key: `cc${thread}`,
+      clientId: "cc",
+      source: "header:session-id",
+    });
+    expect(identify({ session_id: "cc" })).toEqual({
+      key: `cc${thread}`,
+      clientId: "cc",
+      source: "header:session_id",
+    });
     expect(identify({ "x-session-affinity": "aff" })).toEqual({
       key: "aff",
+      clientId: "aff",
       source: "header:x-session-affinity",
     });
     expect(identify({}, { ...CHAT, prompt_cache_key: "cc" })).toEqual({
       key: `cc${thread}`,
+      clientId: "cc",
       source: "body:prompt_cache_key",
     });
   });
@@ -72,11 +84,13 @@ describe("identifySession with the default session_keys", () => {
     const body = { ...CHAT, metadata: { user_id: json } };
     expect(identify({}, body)).toEqual({
       key: threadKey("1234-abcd", body),
+      clientId: "1234-abcd",
       source: "body:metadata.user_id",
     });
     const older = { ...CHAT, metadata: { user_id: "user_9f_account_77_session_5e0c-11" } };
     expect(identify({}, older)).toEqual({
       key: threadKey("5e0c-11", older),
+      clientId: "5e0c-11",
       source: "body:metadata.user_id",
     });
     // A user_id naming no session is no session signal: the next entry decides.
