@@ -31,7 +31,7 @@ export function hashString(text: string): Hash64 {
 }
 
 /** Both lanes avalanche into each other: every input bit affects every output bit (inlined in pairUniform). */
-function finalize(hi0: number, lo0: number): Hash64 {
+export function finalize(hi0: number, lo0: number): Hash64 {
   let hi = hi0;
   let lo = lo0;
   hi = Math.imul(hi ^ (hi >>> 16), 0x85ebca6b);

@@ -315,6 +315,17 @@ export const DEFAULT_SESSION_KEYS: readonly SessionKeyConfig[] = [
   { responses_chain: true },
 ];
 
+/** Route receipts (src/receipts): remembered per session within max_bindings, in affinity.store. */
+const receiptsSchema = z
+  .strictObject({
+    enabled: z.boolean({ error: "must be true or false" }).default(true),
+    /** The engines' KV block size: only whole blocks are reusable (vLLM's default block size is 16). */
+    block_tokens: positiveInt("a positive integer").max(1024, { error: "must be at most 1024" }).default(16),
+    /** How long a session's last turn is remembered (longer than sticky_ttl_seconds, to tell an expired binding). */
+    ttl_seconds: positiveNumber("a positive number").default(7200),
+  })
+  .prefault({});
+
 const affinitySchema = z.strictObject({
   /** How long a binding lives without activity; 0 disables affinity for real (no bindings, no HRW). */
   sticky_ttl_seconds: nonNegativeNumber("a non-negative number").default(1800),
@@ -356,6 +367,8 @@ const affinitySchema = z.strictObject({
     .default(() => [...DEFAULT_SESSION_KEYS]),
   /** Where bindings live: `{kind: memory}` (per process) or `{kind: redis, ...}` (shared by replicas). */
   store: bindingStoreSchema,
+  /** Route receipts: per turn, the cache it could reuse, what it did, and why the rest was lost (src/receipts). */
+  receipts: receiptsSchema,
 });
 
 /** The Responses API: which engine stores each response, so that `previous_response_id` finds it again. */

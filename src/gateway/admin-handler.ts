@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
+import { describeReceipts } from "../receipts/describe-receipts.js";
 
 export interface AdminActions {
   /** Re-reads and applies the config file; resolves to a short summary or rejects with the problems. */
@@ -34,7 +35,7 @@ function authorize(req: IncomingMessage, token: string | undefined): void {
 }
 
 /** What the admin API reads and changes of the gateway. */
-export type AdminDeps = Pick<GatewayParts, "registry" | "scheduler" | "logger">;
+export type AdminDeps = Pick<GatewayParts, "registry" | "scheduler" | "logger" | "receipts">;
 
 export async function handleAdmin(
   rt: AdminDeps,
@@ -70,16 +71,24 @@ export async function handleAdmin(
   if (parts.length === 3 && parts[1] === "sessions") {
     requireMethod(method, "GET");
     const sessionId = parts[2]!;
-    const bound = await rt.scheduler.boundBackend(sessionId); // as every replica sees it (not refreshed)
-    if (bound === undefined)
-      throw new GatewayError("session_not_found", `session '${sessionId}' has no live binding`);
-    const tier = rt.registry.get(bound)?.tier;
+    // The binding as every replica sees it (not refreshed), and the session's last receipts.
+    const [bound, receipts] = await Promise.all([
+      rt.scheduler.boundBackend(sessionId),
+      rt.receipts.recent(sessionId),
+    ]);
+    if (bound === undefined && receipts === undefined)
+      throw new GatewayError(
+        "session_not_found",
+        `session '${sessionId}' has no live binding and no receipts`,
+      );
+    const tier = bound === undefined ? undefined : rt.registry.get(bound)?.tier;
     return writeJson(res, 200, {
       session_id: sessionId,
-      backend_id: bound,
+      backend_id: bound ?? null,
       tier: tier ?? null,
       ranking:
         tier === undefined ? [] : rt.scheduler.ranking(sessionId, rt.registry.tier(tier)).map((b) => b.id),
+      ...describeReceipts(receipts),
     });
   }
   if (parts.length === 2 && parts[1] === "reload") {

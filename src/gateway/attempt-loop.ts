@@ -17,9 +17,10 @@ import type { RequestContext } from "./request-context.js";
 import { MessagesRelay } from "./messages-relay.js";
 import { ResponsesRelay } from "./responses-relay.js";
 import { SseRelay } from "./sse-relay.js";
-import type { StreamRelay } from "./stream-relay.js";
+import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { AttemptFailure } from "./upstream-failure.js";
 import type { UpstreamPools } from "./upstream-pools.js";
+import type { PendingReceipt } from "../receipts/turn-receipts.js";
 
 /** The loop's collaborators. */
 export interface AttemptLoopDeps {
@@ -64,6 +65,8 @@ export interface RoutedRequest {
   adaptation?: Adaptation | undefined;
   /** Its flow and band: who goes first when the engine is full (the gateway's own calls have none). */
   flow?: FlowTicket | undefined;
+  /** The turn's route receipt in the making (src/receipts), when it is receipted. */
+  receipt?: PendingReceipt | undefined;
 }
 
 /** The bodies an attempt may send: one per backend model (a tier's engines may serve different model ids). */
@@ -91,10 +94,12 @@ export async function runAttemptLoop(
   let relay: StreamRelay | undefined;
   const restorer = request.adaptation?.restorer;
   const createRelay = request.responses
-    ? (member: Buffer): StreamRelay => (relay = new ResponsesRelay(member, restorer))
+    ? (member: Buffer, receipt?: StreamReceipt): StreamRelay =>
+        (relay = new ResponsesRelay(member, restorer, receipt))
     : request.messages
-      ? (member: Buffer): StreamRelay => (relay = new MessagesRelay(member))
-      : (member: Buffer): StreamRelay => (relay = new SseRelay(member, request.bodies.stripUsage));
+      ? (member: Buffer, receipt?: StreamReceipt): StreamRelay => (relay = new MessagesRelay(member, receipt))
+      : (member: Buffer, receipt?: StreamReceipt): StreamRelay =>
+          (relay = new SseRelay(member, request.bodies.stripUsage, receipt));
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < limits.settings.maxAttempts) {
     const tierBackends = deps.registry.tier(tier);
@@ -171,6 +176,15 @@ export async function runAttemptLoop(
           readResponseId: request.responses,
           restoreBody: restorer === undefined ? undefined : (body) => restorer.body(body),
           upstreamHeaders: backend.upstreamHeaders,
+          receipt:
+            request.receipt === undefined
+              ? undefined
+              : (usage, responseId) => {
+                  // On the context before the answer ends: the request's log line is written when it does.
+                  const placement = { backendId: backend.id, tier, reason: selection.reason };
+                  ctx.receipt = request.receipt!.now(usage, placement, responseId);
+                  return request.receipt!.fields(usage, placement, responseId);
+                },
           onCommit: () => {
             committed = true;
           },

@@ -11,7 +11,7 @@ import {
   spliceMemberIntoJson,
   type AgentServeMetadata,
 } from "./response-metadata.js";
-import type { StreamRelay } from "./stream-relay.js";
+import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { extractUsage, type TokenUsage } from "./usage.js";
 import {
   AttemptFailure,
@@ -80,13 +80,15 @@ export interface AttemptPlan {
   /** When the request arrived (clock ms): time to first token is measured from here. */
   startedAtMs: number;
   /** Makes the relay of this API's event stream, given the metadata member to splice into it. */
-  createRelay: (member: Buffer) => StreamRelay;
+  createRelay: (member: Buffer, receipt?: StreamReceipt) => StreamRelay;
   /** The Responses API: read the answer's response id (the engine stores it; later turns must come back). */
   readResponseId: boolean;
   /** An adapted request: turns the engine's JSON answer into the one the client expects. */
   restoreBody?: ((body: Buffer) => Buffer) | undefined;
   /** Extra upstream request headers (an engine API key). */
   upstreamHeaders: Record<string, string>;
+  /** The route receipt of this attempt given the engine's usage (src/receipts), when the turn is receipted. */
+  receipt?: StreamReceipt | undefined;
 }
 
 export interface AttemptResult {
@@ -230,6 +232,10 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.chunks.length = 0;
       const restore = this.status === 200 ? this.plan.restoreBody : undefined;
       const body = restore === undefined ? engineBody : restore(engineBody);
+      const usage = this.status === 200 ? extractUsage(body) : undefined;
+      const responseId = this.status === 200 && this.plan.readResponseId ? responseIdOf(body) : undefined;
+      const receipt = usage === undefined ? undefined : this.plan.receipt?.(usage, responseId);
+      if (receipt !== undefined) this.plan.meta = { ...this.plan.meta, receipt };
       const json =
         this.status === 200 ? spliceMemberIntoJson(body, metadataMember(this.plan.meta)) : undefined;
       if (this.status === 200 && (json === undefined || !isJsonType(this.headers["content-type"]))) {
@@ -248,9 +254,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.writeBuffered(json ?? body);
       const result: AttemptResult = { status: this.status };
       if (this.status === 200) {
-        const usage = extractUsage(body);
         if (usage !== undefined) result.usage = usage;
-        const responseId = this.plan.readResponseId ? responseIdOf(body) : undefined;
         if (responseId !== undefined) result.responseId = responseId;
       }
       this.succeed(result);
@@ -266,6 +270,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.write(this.relay!.flush());
       const relay = this.relay!;
       if (relay.complete) {
+        if (relay.usage !== undefined) this.plan.receipt?.(relay.usage, relay.responseId);
         this.res.end();
         const result: AttemptResult = { status: 200 };
         if (relay.usage !== undefined) result.usage = relay.usage;
@@ -334,7 +339,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       "no",
     );
     this.res.writeHead(200, headers);
-    this.relay = this.plan.createRelay(metadataMember(this.plan.meta));
+    this.relay = this.plan.createRelay(metadataMember(this.plan.meta), this.plan.receipt);
   }
 
   /**

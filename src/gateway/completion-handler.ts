@@ -28,7 +28,7 @@ const PATHS: Record<Endpoint, string> = {
 /** What a completion uses of the gateway besides the request's live snapshot. */
 export type CompletionDeps = AttemptLoopDeps &
   RouteDeps &
-  Pick<GatewayParts, "clock" | "metrics" | "responseOwners">;
+  Pick<GatewayParts, "clock" | "metrics" | "responseOwners" | "receipts">;
 
 export async function handleCompletion(
   deps: CompletionDeps,
@@ -75,6 +75,11 @@ export async function handleCompletion(
   const sessionId = conversation.sessionKey;
   ctx.sessionId = sessionId;
   ctx.sessionSource = sessionId === undefined ? undefined : (named?.source ?? "responses_chain");
+  // The receipt reads the session's previous turn now, alongside routing (src/receipts).
+  const receipt =
+    countTokens || !settings.config.affinity.receipts.enabled
+      ? undefined
+      : deps.receipts.begin(sessionId, request);
   // The budget hold starts now so that, with both stores in Redis, its round trip runs alongside the binding
   // lookup's instead of after it. A handler is attached at once (a refusal is awaited, and thrown, below).
   const holding = countTokens ? Promise.resolve(undefined) : reserveBudget(admission, request, clock.nowMs());
@@ -149,6 +154,7 @@ export async function handleCompletion(
         placement: request,
         binding,
         flow,
+        receipt,
       },
       res,
       ctx,
@@ -162,6 +168,11 @@ export async function handleCompletion(
     }
     usage = countTokens ? undefined : result.usage;
     if (usage !== undefined) deps.metrics.tokens(route.tier, usage);
+    if (usage !== undefined && receipt !== undefined && ctx.backend !== undefined) {
+      const placement = { backendId: ctx.backend, tier: route.tier, reason: ctx.reason ?? "" };
+      ctx.receipt = await receipt.settle(usage, placement, result.responseId);
+      deps.metrics.receipt(ctx.receipt);
+    }
   } finally {
     // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended
     // before the engine's usage what it relayed.

@@ -119,6 +119,7 @@ export class Gateway {
       random: this.random,
       bindingHashKey: options.bindingHashKey ?? randomHashKey(),
       probeSoon: (id) => this.health.probeSoon(id),
+      receiptBlockTokens: () => this.live.current.settings.config.affinity.receipts.block_tokens,
     });
     this.health = wired.health;
     this.loadPoller = wired.loadPoller;
@@ -306,6 +307,8 @@ export class Gateway {
       const { budgets } = this.live.current;
       await budgets.flush();
       await budgets.close();
+      await this.parts.receipts.memory.flush();
+      await this.parts.receipts.memory.close();
       await this.sharedService?.close();
     });
   }

@@ -1,7 +1,7 @@
 // Relays an Anthropic Messages event stream (`event: x` + `data: {...}`): x_agent_serve goes onto message_start's
 // message (where Anthropic clients ignore unknown fields), usage is read from message_start and message_delta;
 // every other event passes through as the engine sent it.
-import type { StreamRelay } from "./stream-relay.js";
+import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { usageFrom, type TokenUsage } from "./usage.js";
 
 const EVENT_END = Buffer.from("\n\n");
@@ -23,8 +23,14 @@ export class MessagesRelay implements StreamRelay {
   private deltas = 0;
   private readonly meta: unknown;
 
-  /** @param member `,"x_agent_serve":{...}`, as the other relays take it. */
-  constructor(member: Buffer) {
+  /**
+   * @param member `,"x_agent_serve":{...}`, as the other relays take it
+   * @param receipt the route receipt, put on message_delta (where the usage is complete) as `x_agent_serve`
+   */
+  constructor(
+    member: Buffer,
+    private readonly receipt?: StreamReceipt,
+  ) {
     this.meta = (
       JSON.parse(`{${member.subarray(1).toString("utf8")}}`) as { x_agent_serve: unknown }
     ).x_agent_serve;
@@ -85,7 +91,13 @@ export class MessagesRelay implements StreamRelay {
       const parsed = dataOf(event) as { usage?: { output_tokens?: unknown } } | undefined;
       const output = parsed?.usage?.output_tokens;
       if (typeof output === "number") this.outputTokens = output;
-      return event;
+      const usage = this.usage;
+      const receipt = usage === undefined || parsed === undefined ? undefined : this.receipt?.(usage);
+      if (receipt === undefined) return event;
+      // The whole metadata again, with the receipt: a client keeping the last `x_agent_serve` has every field.
+      return Buffer.from(
+        `event: message_delta\ndata: ${JSON.stringify({ ...parsed, x_agent_serve: { ...(this.meta as object), ...receipt } })}\n\n`,
+      );
     }
     if (!startsWith(event, MESSAGE_START)) return event;
     const parsed = dataOf(event) as StartEvent | undefined;

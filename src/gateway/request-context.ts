@@ -2,6 +2,7 @@
 // the end, and the one channel that cancels it. Stages return their decisions; the handler records them here.
 // The attempt loop records its attempts as they happen (a failed request's log line names them too).
 import type { AttemptAbort } from "./attempt-abort.js";
+import type { Receipt } from "../receipts/receipt-rules.js";
 import type { ApiKeyEntry } from "./client-auth.js";
 
 export interface RequestContext {
@@ -36,6 +37,8 @@ export interface RequestContext {
   activeAttempt?: AttemptAbort;
   /** What the gateway changed in the request for the engine (adaptation), for the log line. */
   adapted?: readonly string[];
+  /** The turn's route receipt (src/receipts), once the engine reported its usage. */
+  receipt?: Receipt;
   /** Generation events of the stream that reached the client (charged when the engine's usage never came). */
   generatedEvents?: number;
 }

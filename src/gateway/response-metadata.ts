@@ -1,6 +1,7 @@
 // The x_agent_serve metadata: what the gateway did for a request, in bodies, SSE and response headers.
 import type { SelectionReason } from "../affinity/decide.js";
 import type { TierSource } from "../routing/tier-router.js";
+import type { TokenUsage } from "./usage.js";
 
 export interface AgentServeMetadata {
   session_id: string | null;
@@ -16,6 +17,16 @@ export interface AgentServeMetadata {
   attempts: number;
   /** What the gateway changed in the request for the engine (adaptation); absent when nothing. */
   adapted?: readonly string[];
+  /** The route receipt (src/receipts), on answers whose usage the gateway read before sending them. */
+  receipt?: ReceiptFields;
+}
+
+/** A receipt as the client sees it. */
+export interface ReceiptFields {
+  reusable_tokens: number;
+  cached_tokens: number;
+  lost_tokens: number;
+  lost_cause: string;
 }
 
 /**
@@ -46,6 +57,19 @@ export function metadataHeaderList(meta: AgentServeMetadata, requestId: string):
   if (meta.session_id !== null) list.push("x-agent-serve-session-id", meta.session_id);
   if (meta.session_source !== null) list.push("x-agent-serve-session-source", meta.session_source);
   if (meta.adapted !== undefined) list.push("x-agent-serve-adapted", meta.adapted.join(","));
+  const receipt = meta.receipt;
+  if (receipt !== undefined) {
+    list.push(
+      "x-agent-serve-reusable-tokens",
+      String(receipt.reusable_tokens),
+      "x-agent-serve-cached-tokens",
+      String(receipt.cached_tokens),
+      "x-agent-serve-lost-tokens",
+      String(receipt.lost_tokens),
+      "x-agent-serve-lost-cause",
+      receipt.lost_cause,
+    );
+  }
   return list;
 }
 
@@ -62,7 +86,31 @@ export function metadataMember(meta: AgentServeMetadata): Buffer {
     `,"x_agent_serve":{"session_id":${session},"session_source":${source},"tier":${json(meta.tier)},"tier_source":${json(meta.tier_source)},` +
       `"backend_id":${json(meta.backend_id)},"affinity_hit":${meta.affinity_hit},"reason":${json(meta.reason)},` +
       `"queue_wait_ms":${meta.queue_wait_ms},"attempts":${meta.attempts}` +
-      (meta.adapted === undefined ? "}" : `,"adapted":${json(meta.adapted)}}`),
+      (meta.adapted === undefined ? "" : `,"adapted":${json(meta.adapted)}`) +
+      (meta.receipt === undefined ? "}" : `,${receiptMembers(meta.receipt)}}`),
+  );
+}
+
+/**
+ * A metadata member (from metadataMember) with the receipt's fields added before its closing brace: the receipt
+ * of a stream, known only once the engine's usage went by. The member as it is without a receipt.
+ */
+export function withReceipt(
+  member: Buffer,
+  usage: TokenUsage | undefined,
+  receipt: ((usage: TokenUsage, responseId?: string) => ReceiptFields | undefined) | undefined,
+  responseId?: string,
+): Buffer {
+  const fields = usage === undefined ? undefined : receipt?.(usage, responseId);
+  if (fields === undefined) return member;
+  return Buffer.concat([member.subarray(0, member.length - 1), Buffer.from(`,${receiptMembers(fields)}}`)]);
+}
+
+/** `"reusable_tokens":n,...` (the receipt's members, without braces). */
+export function receiptMembers(receipt: ReceiptFields): string {
+  return (
+    `"reusable_tokens":${receipt.reusable_tokens},"cached_tokens":${receipt.cached_tokens},` +
+    `"lost_tokens":${receipt.lost_tokens},"lost_cause":${json(receipt.lost_cause)}`
   );
 }
 

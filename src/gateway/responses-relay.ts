@@ -1,8 +1,8 @@
 // Relays a Responses API event stream (`event: response.x` + `data: {...}`): notes the response id, reads the
 // usage of the final event and splices x_agent_serve into it; every event passes through as the engine sent it.
 import type { CallRestorer } from "./adaptation/restore.js";
-import { spliceMemberIntoJson } from "./response-metadata.js";
-import type { StreamRelay } from "./stream-relay.js";
+import { spliceMemberIntoJson, withReceipt } from "./response-metadata.js";
+import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { usageFrom, type TokenUsage } from "./usage.js";
 
 const EVENT_END = Buffer.from("\n\n");
@@ -33,10 +33,12 @@ export class ResponsesRelay implements StreamRelay {
   /**
    * @param member `,"x_agent_serve":{...}`, spliced into the final event (the one holding the response)
    * @param restorer for an adapted request: puts the client's names and tools back into the events
+   * @param receipt the route receipt, added to the metadata once the final event's usage is read
    */
   constructor(
     private readonly member: Buffer,
     private readonly restorer?: CallRestorer,
+    private readonly receipt?: StreamReceipt,
   ) {}
 
   get complete(): boolean {
@@ -88,7 +90,10 @@ export class ResponsesRelay implements StreamRelay {
     const payload = chunk.subarray(dataAt + DATA_LINE.length, end);
     this.ended = true;
     this.readFinal(payload);
-    const spliced = spliceMemberIntoJson(payload, this.member);
+    const spliced = spliceMemberIntoJson(
+      payload,
+      withReceipt(this.member, this.usageSeen, this.receipt, this.id),
+    );
     if (spliced === undefined) return [chunk.subarray(0, complete)];
     return [chunk.subarray(0, dataAt + DATA_LINE.length), spliced, chunk.subarray(end, complete)];
   }

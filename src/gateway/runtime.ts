@@ -9,6 +9,7 @@ import type { RedisBindingStore } from "../affinity/redis-binding-store.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
+import type { TurnReceipts } from "../receipts/turn-receipts.js";
 import type { TierClassifier } from "../routing/tier-classifier.js";
 import type { AttemptEnv } from "./attempt.js";
 import type { AttemptTracker } from "./attempt-tracker.js";
@@ -52,5 +53,7 @@ export interface GatewayParts {
   readonly outcomes: EngineOutcomes;
   /** Set when bindings are shared (affinity.store kind redis): its link's health, flush and close. */
   readonly sharedBindings: RedisBindingStore | undefined;
+  /** Route receipts: each session's last turn, and the receipt of the next (src/receipts). */
+  readonly receipts: TurnReceipts;
   readonly live: LiveCell;
 }

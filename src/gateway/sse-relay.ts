@@ -1,7 +1,7 @@
 // Relays an engine's SSE stream event by event: splices the metadata into the engine's first chunk, reads
 // the usage chunk, and drops it when only the gateway asked for it.
-import { spliceMemberIntoJson } from "./response-metadata.js";
-import type { StreamRelay } from "./stream-relay.js";
+import { receiptMembers, spliceMemberIntoJson } from "./response-metadata.js";
+import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { usageFrom, type TokenUsage } from "./usage.js";
 
 const DONE = Buffer.from("data: [DONE]");
@@ -19,18 +19,23 @@ export class SseRelay implements StreamRelay {
   private generated = 0;
   /** The metadata member still to be spliced into a chunk; undefined once it rode on one. */
   private member: Buffer | undefined;
+  /** The metadata member, kept for the usage chunk (which gets it again, with the receipt). */
+  private readonly fullMember: Buffer;
 
   /**
    * @param member `,"x_agent_serve":{...}`, spliced into the first data chunk the engine sends (never an extra
    *   chunk: clients that read `choices[0]` of every chunk, or the last chunk's id and usage, see only the
    *   engine's chunks, ids and order)
    * @param stripUsage drop the engine's usage-only chunk (the client did not ask for usage; the gateway did)
+   * @param receipt the route receipt, spliced as `x_agent_serve` into the usage chunk when it reaches the client
    */
   constructor(
     member: Buffer,
     private readonly stripUsage: boolean,
+    private readonly receipt?: StreamReceipt,
   ) {
     this.member = member;
+    this.fullMember = member;
   }
 
   /** True once the engine's `[DONE]` went through. */
@@ -110,10 +115,36 @@ export class SseRelay implements StreamRelay {
       if (this.readUsage(chunk, eventAt, eventEnd) === "drop") {
         if (eventAt > passFrom) out.push(chunk.subarray(passFrom, eventAt));
         passFrom = eventEnd + EVENT_END.length;
+      } else {
+        const receipt = this.receiptEvent(chunk, eventAt, eventEnd);
+        if (receipt !== undefined) {
+          if (eventAt > passFrom) out.push(chunk.subarray(passFrom, eventAt));
+          out.push(receipt);
+          passFrom = eventEnd; // its blank line passes with what follows
+        }
       }
       usageAt = find(chunk, USAGE_OBJECT, eventEnd, end);
     }
     if (end > passFrom) out.push(chunk.subarray(passFrom, end));
+  }
+
+  /**
+   * The usage event at [start, end) with the whole metadata and the receipt spliced in, if there is a receipt:
+   * a client that keeps the last `x_agent_serve` it saw still has every field.
+   */
+  private receiptEvent(chunk: Buffer, start: number, end: number): Buffer | undefined {
+    if (this.receipt === undefined || this.usageSeen === undefined) return undefined;
+    const fields = this.receipt(this.usageSeen);
+    if (fields === undefined) return undefined;
+    if (chunk.compare(DATA_PREFIX, 0, DATA_PREFIX.length, start, start + DATA_PREFIX.length) !== 0)
+      return undefined;
+    const payload = chunk.subarray(start + DATA_PREFIX.length, end);
+    const member = Buffer.concat([
+      this.fullMember.subarray(0, this.fullMember.length - 1),
+      Buffer.from(`,${receiptMembers(fields)}}`),
+    ]);
+    const spliced = spliceMemberIntoJson(payload, member);
+    return spliced === undefined ? undefined : Buffer.concat([DATA_PREFIX, spliced]);
   }
 
   /** Adds the generation events of chunk[0, complete): every event, less usage-only ones and `[DONE]`. */

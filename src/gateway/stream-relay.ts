@@ -1,5 +1,9 @@
 // What the attempt needs of a stream relay, whichever API's event stream it relays.
+import type { ReceiptFields } from "./response-metadata.js";
 import type { TokenUsage } from "./usage.js";
+
+/** The route receipt given the engine's usage (src/receipts): a relay puts it in the event that ends the stream. */
+export type StreamReceipt = (usage: TokenUsage, responseId?: string) => ReceiptFields | undefined;
 
 export interface StreamRelay {
   /** What to write to the client now, given the engine's next read. */

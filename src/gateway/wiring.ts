@@ -10,6 +10,7 @@ import {
 import type { BudgetStore } from "../admission/budget-store.js";
 import { RedisBudgetStore } from "../admission/redis-budget-store.js";
 import { TokenBudgets } from "../admission/token-budgets.js";
+import { createTurnReceipts } from "../receipts/create-receipts.js";
 import { createBalancer } from "../affinity/balancers.js";
 import { createPolicy } from "../affinity/policies/create-policy.js";
 import { BINDING_SCRIPTS, RedisBindings } from "../affinity/redis-bindings.js";
@@ -85,6 +86,8 @@ export interface WiringOptions {
   bindingHashKey: readonly [number, number];
   /** Asks the health checker for an early probe of one backend (the checker is built after the parts). */
   probeSoon: (backendId: string) => void;
+  /** The live snapshot's receipt block size (read per turn, so a reload applies at once). */
+  receiptBlockTokens: () => number;
 }
 
 export interface Wired {
@@ -150,6 +153,16 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     responseOwners: new ResponseOwners(clock, settings.responseOwners),
     outcomes: new EngineOutcomes(registry, options.probeSoon),
     sharedBindings,
+    receipts: createTurnReceipts(config, {
+      nowMs: () => clock.nowMs(),
+      logger,
+      health: metrics.bindingStore,
+      settings: {
+        get blockTokens() {
+          return options.receiptBlockTokens();
+        },
+      },
+    }),
   };
   metrics.initTiers(registry.tiers());
   return {

@@ -1,5 +1,6 @@
 // Every Prometheus metric of the gateway, declared once, in a registry of its own (no global state).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { LOST_CAUSES } from "../receipts/receipt-rules.js";
 import type { AffinityRecorder } from "../affinity/placement-service.js";
 import type { EngineLoad } from "../backends/engine-load.js";
 import type { StoreHealthSink } from "../store/redis-link.js";
@@ -128,6 +129,12 @@ export class GatewayMetrics implements AffinityRecorder {
     "agentserve_tokens_total",
     "Tokens the engines reported in usage: prompt, of which cached (prefix-cache hits), and completion",
     ["tier", "kind"],
+  );
+  private readonly prefixTokens = new HotCounter(
+    this.registry,
+    "agentserve_prefix_tokens_total",
+    "Route receipts: prompt tokens a turn could reuse from its previous turn, the engine's cached ones, and the lost ones, by cause",
+    ["tier", "kind", "cause"],
   );
   private readonly bindingStoreUp = new Gauge({
     name: "agentserve_binding_store_up",
@@ -375,6 +382,25 @@ export class GatewayMetrics implements AffinityRecorder {
     );
   }
 
+  /** One turn's route receipt (src/receipts): reusable, cached and lost tokens, under the receipt's cause. */
+  receipt(receipt: {
+    tier: string;
+    reusableTokens: number;
+    cachedTokens: number;
+    lostTokens: number;
+    lostCause: string;
+  }): void {
+    const { tier, lostCause: cause } = receipt;
+    const key = `${tier}\u0000${cause}\u0000`;
+    this.prefixTokens.add(
+      `${key}reusable`,
+      () => ({ tier, kind: "reusable", cause }),
+      receipt.reusableTokens,
+    );
+    this.prefixTokens.add(`${key}cached`, () => ({ tier, kind: "cached", cause }), receipt.cachedTokens);
+    this.prefixTokens.add(`${key}lost`, () => ({ tier, kind: "lost", cause }), receipt.lostTokens);
+  }
+
   firstToken(tier: string, seconds: number): void {
     this.ttftChildren.get(tier).observe(seconds);
   }
@@ -399,6 +425,9 @@ export class GatewayMetrics implements AffinityRecorder {
       this.affinityBroken.labels(tier).inc(0);
       this.affinitySpills.labels(tier).inc(0);
       this.retries.labels(tier).inc(0);
+      // Every cause from the start: increase() over a series born mid-range misses its first value.
+      for (const cause of LOST_CAUSES)
+        this.receipt({ tier, lostCause: cause, reusableTokens: 0, cachedTokens: 0, lostTokens: 0 });
     }
   }
 

@@ -35,6 +35,10 @@ export interface ChatTurnResult {
   promptTokens: number;
   cachedTokens: number;
   completionTokens: number;
+  /** The route receipt (x_agent_serve): null when the gateway sent none (an older gateway, a failed turn). */
+  reusableTokens?: number | null;
+  lostTokens?: number | null;
+  lostCause?: string | null;
 }
 
 interface Meta {
@@ -44,6 +48,9 @@ interface Meta {
   reason: string;
   attempts: number;
   queue_wait_ms: number;
+  reusable_tokens?: number;
+  lost_tokens?: number;
+  lost_cause?: string;
 }
 
 interface Usage {
@@ -76,6 +83,9 @@ function emptyResult(status: number, e2eMs: number, error: string): ChatTurnResu
     promptTokens: 0,
     cachedTokens: 0,
     completionTokens: 0,
+    reusableTokens: null,
+    lostTokens: null,
+    lostCause: null,
   };
 }
 
@@ -128,7 +138,9 @@ export async function sendChatTurn(
           reply += content;
         }
         if (parsed.usage) meta = { ...meta, usage: parsed.usage };
-        if (parsed.x_agent_serve) meta = { ...meta, x_agent_serve: parsed.x_agent_serve };
+        // The usage chunk repeats the metadata with the receipt: merged, the first chunk's fields kept.
+        if (parsed.x_agent_serve)
+          meta = { ...meta, x_agent_serve: { ...meta.x_agent_serve, ...parsed.x_agent_serve } };
       }
     }
     return resultFrom(status, meta, reply, ttftMs, nowMs() - started, streamError);
@@ -163,5 +175,8 @@ function resultFrom(
     promptTokens: usage.prompt_tokens ?? 0,
     cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
     completionTokens: usage.completion_tokens ?? 0,
+    reusableTokens: meta?.reusable_tokens ?? null,
+    lostTokens: meta?.lost_tokens ?? null,
+    lostCause: meta?.lost_cause ?? null,
   };
 }

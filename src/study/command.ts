@@ -2,6 +2,7 @@
 import { parseArgs } from "node:util";
 import { UsageError, type Command } from "../cli/command.js";
 import { terminalProgress, type StudyOptions } from "./progress.js";
+import { withReceiptTable } from "./receipt-table.js";
 import { markdownTable, writeRun } from "./report-writer.js";
 import type { StudyResult } from "./result.js";
 import { runAffinityStudy } from "./studies/affinity.js";
@@ -130,16 +131,19 @@ export const studyCommand: Command = {
       const study = STUDIES[studyName]!;
       const startedAt = new Date();
       const id = runId(studyName, seed, startedAt);
-      const result = await study.run({
-        seed,
-        timeScale: engines === "real" ? 1 : (timeScale ?? study.defaultTimeScale),
-        engines,
-        quick: values.quick,
-        sharedSystemPrompt: values["shared-system-prompt"],
-        runId: id,
-        progress: terminalProgress(),
-        ...(values.gateway === undefined ? {} : { gatewayUrl: values.gateway }),
-      });
+      // Every report shows engine reuse, tokens lost by cause and TTFT next to binding hits (route receipts).
+      const result = withReceiptTable(
+        await study.run({
+          seed,
+          timeScale: engines === "real" ? 1 : (timeScale ?? study.defaultTimeScale),
+          engines,
+          quick: values.quick,
+          sharedSystemPrompt: values["shared-system-prompt"],
+          runId: id,
+          progress: terminalProgress(),
+          ...(values.gateway === undefined ? {} : { gatewayUrl: values.gateway }),
+        }),
+      );
       const dir = await writeRun(values.out, result, {
         runId: id,
         command: `agent-serve study ${argv.join(" ") || studyName}`.trim(),

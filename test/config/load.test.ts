@@ -79,6 +79,7 @@ describe("the shipped configs/gateway.yaml", () => {
       load_factor: 1.25,
       sessionless: "prefix",
       policy: "hrw",
+      receipts: { enabled: true, block_tokens: 16, ttl_seconds: 7200 },
       sglang: {
         cache_threshold: 0.5,
         balance_abs_threshold: 32,
@@ -186,6 +187,7 @@ describe("defaults", () => {
       load_factor: 1.25,
       sessionless: "prefix",
       policy: "hrw",
+      receipts: { enabled: true, block_tokens: 16, ttl_seconds: 7200 },
       sglang: {
         cache_threshold: 0.5,
         balance_abs_threshold: 32,

@@ -75,6 +75,7 @@ describe("GatewayMetrics: the contract names", () => {
       agentserve_request_duration_seconds: "histogram",
       agentserve_ttft_seconds: "histogram",
       agentserve_classifier_requests_total: "counter",
+      agentserve_prefix_tokens_total: "counter",
       agentserve_classifier_duration_seconds: "histogram",
       agentserve_backend_up: "gauge",
       agentserve_backend_inflight: "gauge",

@@ -6,7 +6,15 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { parseConfigText } from "../../src/config/load.js";
-import { BIG_MODEL, SMALL_MODEL, chat, startCluster, type Cluster } from "../helpers/cluster.js";
+import {
+  BIG_MODEL,
+  SMALL_MODEL,
+  chat,
+  metricValue,
+  scrape,
+  startCluster,
+  type Cluster,
+} from "../helpers/cluster.js";
 import {
   dashboardQueries,
   loadDashboard,
@@ -276,6 +284,15 @@ describe.skipIf(prometheusBinary.skip)("the Grafana dashboard against a real Pro
     expect(Object.keys(byLabel(finite(result(32)), "backend")).sort()).toEqual(
       shipped.backends.map((b) => b.id).sort(),
     );
+
+    // The receipts row: every kind, every cause the turns were receipted with, and the whole-range share of
+    // reusable tokens served equal to the gateway's own counters.
+    expect(Object.keys(byLabel(result(41), "kind")).sort()).toEqual(["cached", "lost", "reusable"]);
+    expect(Object.keys(byLabel(result(42), "cause"))).toContain("new_session");
+    const own = await scrape(cluster.url);
+    const receipted = (kind: string): number => metricValue(own, "agentserve_prefix_tokens_total", { kind });
+    expect(receipted("reusable")).toBeGreaterThan(0);
+    expect(result(43)[0]!.value).toBeCloseTo(1 - receipted("lost") / receipted("reusable"), 9);
 
     // The $tier variable's own query, label_values(agentserve_affinity_hits_total, tier), as Grafana runs it.
     expect(await prom.labelValues("tier", "agentserve_affinity_hits_total")).toEqual(["big", "small"]);

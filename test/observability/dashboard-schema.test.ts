@@ -42,10 +42,16 @@ describe("the Grafana dashboard", () => {
     expect(problems).toEqual([]);
   });
 
-  it("has the four rows of the issue, each with its panels", () => {
+  it("has the four rows of the issue and the receipts row, each with its panels", () => {
     const dashboard = loadDashboard(datasource.uid);
     const rows = dashboard.panels.filter((p) => p.type === "row").map((p) => p.title);
-    expect(rows).toEqual(["Traffic and latency", "Scheduling", "Backends", "Engines (their own metrics)"]);
+    expect(rows).toEqual([
+      "Traffic and latency",
+      "Scheduling",
+      "Backends",
+      "Engines (their own metrics)",
+      "Cache reused vs lost by cause",
+    ]);
     const queries = dashboardQueries(dashboard);
     const exprs = queries.map((q) => q.expr).join("\n");
     for (const metric of [
@@ -66,6 +72,7 @@ describe("the Grafana dashboard", () => {
       "vllm:prefix_cache_hits_total",
       "vllm:prefix_cache_queries_total",
       "vllm:kv_cache_usage_perc",
+      "agentserve_prefix_tokens_total",
     ]) {
       expect(exprs, metric).toContain(metric);
     }

@@ -1,4 +1,4 @@
-// One short study end to end: simulated engines, a gateway, the affinity study's three conditions.
+// One short study end to end: simulated engines, a gateway, the affinity study's conditions (busy fleet first).
 import { describe, expect, it } from "vitest";
 import { silentProgress } from "../../src/study/progress.js";
 import { runAffinityStudy } from "../../src/study/studies/affinity.js";
@@ -20,14 +20,25 @@ describe("affinity study (quick)", () => {
         metricsHits: number;
         failed: number;
         prefixCacheHitRate: number;
+        receipts: { receipted: number; reusableTokens: number; lostTokens: number };
       }
     >;
-    expect(Object.keys(data)).toEqual(["on", "off", "ttl0"]);
+    expect(Object.keys(data)).toEqual(["busy_on", "busy_off", "on", "off", "ttl0"]);
+    // The leading comparison: the busy fleet with and without affinity, receipted turn by turn.
+    expect(data["busy_on"]).toMatchObject({ requests: 48, bindingHits: 40, metricsHits: 40, failed: 0 });
+    expect(data["busy_off"]).toMatchObject({ requests: 48, bindingHits: 0, metricsHits: 0, failed: 0 });
+    expect(data["busy_on"]!.receipts).toMatchObject({ receipted: 48, lostTokens: 0 });
+    expect(data["busy_off"]!.receipts.reusableTokens).toBe(data["busy_on"]!.receipts.reusableTokens);
+    expect(result.tables[0]!.title).toMatch(/^Does affinity pay\?/);
+    // The report says which way it came out.
+    expect(result.description).toMatch(
+      /^The busy fleet (shows what affinity is for|does NOT show a difference)/,
+    );
     expect(data["on"]).toMatchObject({ requests: 24, bindingHits: 20, metricsHits: 20, failed: 0 });
     expect(data["off"]).toMatchObject({ requests: 24, bindingHits: 0, metricsHits: 0, failed: 0 });
     expect(data["ttl0"]).toMatchObject({ requests: 24, bindingHits: 0, metricsHits: 0, failed: 0 });
     expect(data["on"]!.prefixCacheHitRate).toBeGreaterThan(0.5);
-    expect(result.records).toHaveLength(72);
+    expect(result.records).toHaveLength(72 + 96);
     // Every check but the latency one: wall-clock timings are for the benchmark runs, not the test suite.
     const failed = result.checks.filter((c) => !c.passed && !c.claim.includes("TTFT"));
     expect(failed).toEqual([]);

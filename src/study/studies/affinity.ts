@@ -5,9 +5,10 @@ import { analyze, pct, sec, type ConditionNumbers } from "../analysis.js";
 import { StudyEnvironment, externalTarget, type EngineSpec, type StudyTarget } from "../environment.js";
 import { metricValue, scrapeMetrics } from "../../metrics/prometheus-text.js";
 import type { StudyOptions } from "../progress.js";
-import type { Check, StudyResult } from "../result.js";
+import type { Check, StudyResult, Table } from "../result.js";
 import { runCondition, type RequestRecord } from "../session-runner.js";
 import { barChart } from "../svg-charts.js";
+import { lostByCauseText, receiptNumbers, type ReceiptNumbers } from "../receipt-table.js";
 import { generateWorkload, type WorkloadSpec } from "../workload.js";
 
 export const SMALL_ENGINES: EngineSpec[] = [
@@ -20,8 +21,17 @@ const REAL_ENGINES: EngineSpec[] = SMALL_ENGINES.map((e) => ({ ...e, model: "ran
 /** Real compute is slow on a CPU: short replies. */
 const REAL_MAX_TOKENS = 32;
 
+/** The busy fleet of the leading comparison: four engines, so a policy that does not stick scatters sessions. */
+const BUSY_ENGINES: EngineSpec[] = [0, 1, 2, 3].map((i) => ({
+  id: `small-${i}`,
+  tier: "small",
+  profile: "qwen2.5-7b",
+  model: "Qwen/Qwen2.5-7B-Instruct",
+}));
+const BUSY_CONCURRENCY = 16;
+
 interface Condition {
-  name: "on" | "off" | "ttl0" | "ttl0_rr";
+  name: "busy_on" | "busy_off" | "on" | "off" | "ttl0" | "ttl0_rr";
   label: string;
   sessions: number;
   turns: number;
@@ -33,9 +43,28 @@ interface Condition {
    * engine it just left, so TTL 0 alone does not show what losing affinity costs there.
    */
   realOnly?: boolean;
+  /** The busy fleet (four engines, concurrency 16), simulated engines only. */
+  busy?: boolean;
 }
 
 const CONDITIONS: Condition[] = [
+  // The leading comparison: enough sessions and load that least in-flight, without affinity, scatters them.
+  {
+    name: "busy_on",
+    label: "busy fleet, affinity ON",
+    sessions: 32,
+    turns: 6,
+    stickyTtlSeconds: 1800,
+    busy: true,
+  },
+  {
+    name: "busy_off",
+    label: "busy fleet, affinity disabled (TTL 0)",
+    sessions: 32,
+    turns: 6,
+    stickyTtlSeconds: 0,
+    busy: true,
+  },
   { name: "on", label: "affinity ON", sessions: 12, turns: 6, stickyTtlSeconds: 1800 },
   {
     name: "off",
@@ -65,17 +94,19 @@ interface ConditionResult extends ConditionNumbers {
   metricsHits: number;
   metricsMisses: number;
   metricsHitRate: number;
+  receipts: ReceiptNumbers;
 }
 
 export async function runAffinityStudy(options: StudyOptions): Promise<StudyResult> {
   const real = options.engines === "real";
-  const scale = options.quick ? 3 : 1; // quick: 4 x 6 and 24 x 1 requests instead of 12 x 6 and 72 x 1
   const results: ConditionResult[] = [];
   const records: RequestRecord[] = [];
   const configs: unknown[] = [];
   const notes: string[] = [];
   for (const condition of CONDITIONS) {
     if (condition.realOnly && !real) continue;
+    if (condition.busy && real) continue; // four CPU engines at concurrency 16 would take an hour
+    if (options.gatewayUrl !== undefined && condition.busy) continue;
     if (options.gatewayUrl !== undefined && condition.name === "ttl0") {
       notes.push(
         "TTL-0 condition skipped: it needs a gateway configured with sticky_ttl_seconds: 0 (--gateway was given).",
@@ -84,7 +115,8 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
     }
     const spec: WorkloadSpec = {
       seed: options.seed,
-      sessions: condition.sessions / scale,
+      // quick: the busy fleet runs a quarter of its sessions (8), the others a third.
+      sessions: condition.sessions / (options.quick ? (condition.busy ? 4 : 3) : 1),
       turns: condition.turns,
       systemPromptChars: 3000,
       sharedSystemPrompt: options.sharedSystemPrompt ?? false,
@@ -98,7 +130,7 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
       options.gatewayUrl !== undefined
         ? externalTarget(options.gatewayUrl)
         : await StudyEnvironment.start({
-            engines: real ? REAL_ENGINES : SMALL_ENGINES,
+            engines: real ? REAL_ENGINES : condition.busy ? BUSY_ENGINES : SMALL_ENGINES,
             engineKind: options.engines,
             // A slot per session that may run at once: a slot-based engine with fewer thrashes its histories.
             realEngineSlots: CONCURRENCY,
@@ -119,7 +151,7 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
         `affinity:${condition.name}`,
         condition.name,
         sessions,
-        CONCURRENCY,
+        condition.busy ? BUSY_CONCURRENCY : CONCURRENCY,
         target,
         options.progress,
       );
@@ -133,6 +165,7 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
         name: condition.name,
         label: `${condition.label}, ${spec.sessions} x ${condition.turns}`,
         ...analyze(conditionRecords, target.timeScale),
+        receipts: receiptNumbers(conditionRecords),
         metricsHits,
         metricsMisses,
         metricsHitRate: metricsHits + metricsMisses === 0 ? 0 : metricsHits / (metricsHits + metricsMisses),
@@ -144,7 +177,11 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
   return {
     study: "affinity",
     title: `Affinity study (the original's Study 2, on ${real ? "real llama.cpp" : "simulated"} engines)`,
+    // The busy comparison's verdict leads the report, whichever way it came out.
     description:
+      busyVerdict(results)
+        .map((v) => `${v}\n\n`)
+        .join("") +
       (real
         ? "Two real llama.cpp engines (agent-serve engine: the generated 80M-parameter random-weight model, CPU, " +
           "slots reusing their longest common prefix) in the small tier"
@@ -158,6 +195,7 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
     configs,
     records,
     tables: [
+      ...busyComparison(results),
       {
         title: `Per condition (latencies in ${real ? "wall-clock" : "simulated"} seconds)`,
         columns: [
@@ -174,20 +212,22 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
           "cold TTFT p50",
           "warm TTFT p50",
         ],
-        rows: results.map((r) => [
-          r.label,
-          r.requests,
-          r.failed,
-          `${pct(r.bindingHitRate)} (${r.bindingHits}/${r.requests - r.failed})`,
-          `${pct(r.metricsHitRate)} (${r.metricsHits}/${r.metricsHits + r.metricsMisses})`,
-          pct(r.prefixCacheHitRate),
-          sec(r.ttftP50Seconds),
-          sec(r.ttftP95Seconds),
-          sec(r.e2eP50Seconds),
-          sec(r.e2eP95Seconds),
-          sec(r.coldTtftP50Seconds),
-          sec(r.warmTtftP50Seconds),
-        ]),
+        rows: results
+          .filter((r) => !r.name.startsWith("busy_"))
+          .map((r) => [
+            r.label,
+            r.requests,
+            r.failed,
+            `${pct(r.bindingHitRate)} (${r.bindingHits}/${r.requests - r.failed})`,
+            `${pct(r.metricsHitRate)} (${r.metricsHits}/${r.metricsHits + r.metricsMisses})`,
+            pct(r.prefixCacheHitRate),
+            sec(r.ttftP50Seconds),
+            sec(r.ttftP95Seconds),
+            sec(r.e2eP50Seconds),
+            sec(r.e2eP95Seconds),
+            sec(r.coldTtftP50Seconds),
+            sec(r.warmTtftP50Seconds),
+          ]),
       },
     ],
     charts: [
@@ -273,4 +313,66 @@ function affinityChecks(results: ConditionResult[]): Check[] {
       });
   }
   return checks;
+}
+
+/**
+ * The leading table: affinity ON vs disabled on the busy fleet, in what the engines reused, the tokens the
+ * route receipts say were lost (and why), and TTFT, beside binding hits.
+ */
+function busyComparison(results: ConditionResult[]): Table[] {
+  const busy = results.filter((r) => r.name.startsWith("busy_"));
+  if (busy.length === 0) return [];
+  return [
+    {
+      title: `Does affinity pay? A busy fleet: 4 engines, concurrency ${BUSY_CONCURRENCY} (simulated seconds)`,
+      columns: [
+        "condition",
+        "binding hits",
+        "engine prefix-cache reuse",
+        "reusable tokens",
+        "lost tokens",
+        "lost by cause",
+        "TTFT p50",
+        "TTFT p95",
+        "warm TTFT p50",
+        "E2E p50",
+      ],
+      rows: busy.map((r) => [
+        r.label,
+        pct(r.bindingHitRate),
+        pct(r.prefixCacheHitRate),
+        r.receipts.reusableTokens,
+        r.receipts.lostTokens,
+        lostByCauseText(r.receipts.lostByCause),
+        sec(r.ttftP50Seconds),
+        sec(r.ttftP95Seconds),
+        sec(r.warmTtftP50Seconds),
+        sec(r.e2eP50Seconds),
+      ]),
+    },
+  ];
+}
+
+/** A difference this large in reuse (percentage points) or warm TTFT (ratio) counts as affinity showing. */
+const REUSE_DIFFERENCE_POINTS = 10;
+const WARM_TTFT_RATIO = 1.5;
+
+/** What the busy comparison says, in one sentence for the report, whichever way it came out. */
+function busyVerdict(results: ConditionResult[]): string[] {
+  const on = results.find((r) => r.name === "busy_on");
+  const off = results.find((r) => r.name === "busy_off");
+  if (on === undefined || off === undefined) return [];
+  const points = (on.prefixCacheHitRate - off.prefixCacheHitRate) * 100;
+  const ttftRatio = off.warmTtftP50Seconds / on.warmTtftP50Seconds;
+  const numbers =
+    `4 engines, ${on.requests / 6} sessions x 6 turns at concurrency ${BUSY_CONCURRENCY}: ` +
+    `engine prefix-cache reuse ${pct(on.prefixCacheHitRate)} with affinity vs ${pct(off.prefixCacheHitRate)} without, ` +
+    `${on.receipts.lostTokens.toLocaleString("en-US")} vs ${off.receipts.lostTokens.toLocaleString("en-US")} tokens lost, ` +
+    `warm-turn TTFT p50 ${sec(on.warmTtftP50Seconds)} s vs ${sec(off.warmTtftP50Seconds)} s`;
+  if (points >= REUSE_DIFFERENCE_POINTS || ttftRatio >= WARM_TTFT_RATIO)
+    return [`The busy fleet shows what affinity is for: ${numbers}.`];
+  return [
+    `The busy fleet does NOT show a difference here (under ${REUSE_DIFFERENCE_POINTS} points of reuse and ` +
+      `${WARM_TTFT_RATIO}x warm TTFT): ${numbers}. On this workload a non-sticky policy loses little.`,
+  ];
 }

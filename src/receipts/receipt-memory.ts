@@ -1,0 +1,65 @@
+// Memory of each session's last turn and its last few receipts: the interface, and the in-process store.
+import { LRUCache } from "lru-cache";
+import type { Receipt, TurnRecord } from "./receipt-rules.js";
+
+/** Receipts kept per session for the admin API (the newest last). */
+export const RECENT_RECEIPTS = 4;
+
+export interface SessionReceipts {
+  readonly last: TurnRecord;
+  /** The session's latest receipts, oldest first, at most RECENT_RECEIPTS. */
+  readonly receipts: readonly Receipt[];
+}
+
+/**
+ * Where the gateway remembers turns, keyed by session id (or `prefix:<key>` for sessionless requests). Reads
+ * and writes never reject: a store that cannot answer answers undefined (the turn is receipted as a new
+ * session) and drops the write.
+ */
+export interface ReceiptMemory {
+  read(key: string): Promise<SessionReceipts | undefined>;
+  write(key: string, entry: SessionReceipts): void;
+  /** Resolves once every write issued so far was stored (or dropped). */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The entry after this turn: its record, and its receipt appended to the recent ones. */
+export function nextEntry(
+  previous: SessionReceipts | undefined,
+  last: TurnRecord,
+  receipt: Receipt,
+): SessionReceipts {
+  const earlier = previous?.receipts ?? [];
+  const receipts =
+    earlier.length < RECENT_RECEIPTS
+      ? [...earlier, receipt]
+      : [...earlier.slice(earlier.length - RECENT_RECEIPTS + 1), receipt];
+  return { last, receipts };
+}
+
+/** In-process: bounded like the sticky table (least recently used forgotten first), entries expire after ttlMs. */
+export class InMemoryReceipts implements ReceiptMemory {
+  private readonly entries: LRUCache<string, SessionReceipts>;
+
+  constructor(maxEntries: number, ttlMs: number, nowMs: () => number) {
+    this.entries = new LRUCache({ max: maxEntries, ttl: ttlMs, ttlResolution: 0, perf: { now: nowMs } });
+  }
+
+  read(key: string): Promise<SessionReceipts | undefined> {
+    return Promise.resolve(this.entries.get(key));
+  }
+
+  write(key: string, entry: SessionReceipts): void {
+    this.entries.set(key, entry);
+  }
+
+  flush(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    this.entries.clear();
+    return Promise.resolve();
+  }
+}

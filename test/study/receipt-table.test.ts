@@ -1,0 +1,75 @@
+// The receipts table every study report ends with: per condition, binding hits, engine reuse, lost tokens by cause, TTFT.
+import { describe, expect, it } from "vitest";
+import { RECEIPT_TABLE_TITLE, receiptNumbers, withReceiptTable } from "../../src/study/receipt-table.js";
+import type { StudyResult } from "../../src/study/result.js";
+import type { RequestRecord } from "../../src/study/session-runner.js";
+
+function record(condition: string, turn: number, receipt: Partial<RequestRecord>): RequestRecord {
+  return {
+    condition,
+    sessionId: `${condition}-s`,
+    turn,
+    startMs: 0,
+    status: 200,
+    ok: true,
+    ttftMs: 100,
+    e2eMs: 1000,
+    reply: "",
+    backend: "small-0",
+    tier: "small",
+    affinityHit: turn > 1,
+    reason: turn > 1 ? "affinity_hit" : "new_session",
+    attempts: 1,
+    queueWaitMs: 0,
+    promptTokens: 1000,
+    cachedTokens: turn > 1 ? 800 : 0,
+    completionTokens: 10,
+    ...receipt,
+  };
+}
+
+const records = [
+  record("on", 1, { reusableTokens: 0, lostTokens: 0, lostCause: "new_session" }),
+  record("on", 2, { reusableTokens: 800, lostTokens: 0, lostCause: "none" }),
+  record("off", 1, { reusableTokens: 0, lostTokens: 0, lostCause: "new_session" }),
+  record("off", 2, { reusableTokens: 800, lostTokens: 800, lostCause: "rerouted", cachedTokens: 0 }),
+  record("off", 3, { reusableTokens: 900, lostTokens: 100, lostCause: "evicted", cachedTokens: 800 }),
+  record("old", 1, {}), // a gateway without receipts
+];
+
+describe("receipt table", () => {
+  it("sums reusable and lost tokens, by cause, over the receipted turns only", () => {
+    expect(receiptNumbers(records.filter((r) => r.condition === "off"))).toEqual({
+      receipted: 3,
+      reusableTokens: 1700,
+      lostTokens: 900,
+      lostByCause: { rerouted: 800, evicted: 100 },
+      turnsByCause: { new_session: 1, rerouted: 1, evicted: 1 },
+    });
+  });
+
+  it("is added once to a study's tables, one row per condition", () => {
+    const result: StudyResult = {
+      study: "x",
+      title: "x",
+      description: "",
+      seed: 1,
+      timeScale: 1,
+      configs: [],
+      records,
+      tables: [],
+      charts: [],
+      checks: [],
+      notes: [],
+      data: {},
+    };
+    const once = withReceiptTable(result);
+    expect(withReceiptTable(once).tables).toHaveLength(1);
+    const table = once.tables[0]!;
+    expect(table.title).toBe(RECEIPT_TABLE_TITLE);
+    const rows = Object.fromEntries(table.rows.map((row) => [row[0], row]));
+    expect(rows["off"]!.slice(2, 7)).toEqual(["66.7%", "26.7%", 1700, 900, "rerouted 800; evicted 100"]);
+    expect(rows["on"]!.slice(4, 7)).toEqual([800, 0, "-"]);
+    expect(rows["old"]!.slice(4, 7)).toEqual(["-", "-", "-"]);
+  });
+});
