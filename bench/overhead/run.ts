@@ -17,9 +17,14 @@
 // With --baseline DIR, a second gateway built from another checkout (DIR/dist/src/cli.js, e.g. a worktree of the
 // commit before a change: `git worktree add /tmp/before HEAD~3 && (cd /tmp/before && npm ci && npm run build)`)
 // runs beside this one in the same alternating rounds, so that a change's cost is measured before/after under
-// the same machine noise.
+// the same machine noise. --baseline-extra YAML adds top-level config to the baseline gateway only (without
+// --baseline, the baseline is this checkout's own build), e.g. the cost of route receipts:
+// `--baseline-extra 'affinity: {receipts: {enabled: false}}'`.
 //
-//   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin] [--warmup-seconds S] [--baseline DIR]
+// --turns N sends conversations of N turns (default 1), where per-message work (the receipts' fingerprint) shows.
+//
+//   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin] [--warmup-seconds S]
+//     [--baseline DIR] [--baseline-extra YAML] [--turns N]
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
@@ -38,8 +43,14 @@ const warmupSeconds = warmupFlag > 0 ? Number(process.argv[warmupFlag + 1]) : qu
 /** Requests of the cold-start measurement, per path. */
 const COLD_REQUESTS = 5000;
 const baselineFlag = process.argv.indexOf("--baseline");
+const baselineExtraFlag = process.argv.indexOf("--baseline-extra");
+const BASELINE_EXTRA = baselineExtraFlag > 0 ? (process.argv[baselineExtraFlag + 1] ?? "") : "";
 const BASELINE_CLI =
-  baselineFlag > 0 ? join(process.argv[baselineFlag + 1] ?? ".", "dist", "src", "cli.js") : undefined;
+  baselineFlag > 0
+    ? join(process.argv[baselineFlag + 1] ?? ".", "dist", "src", "cli.js")
+    : baselineExtraFlag > 0
+      ? CLI
+      : undefined;
 const MODEL = "bench-model";
 
 function command(args: string[], cpu: number, cli = CLI): [string, string[]] {
@@ -95,11 +106,20 @@ function histogram(): hdr.Histogram {
   });
 }
 
+const turnsFlag = process.argv.indexOf("--turns");
+/** Earlier user/assistant turns in every request (--turns N: a conversation of N turns; default 1). */
+const EARLIER_TURNS = turnsFlag > 0 ? Math.max(0, Number(process.argv[turnsFlag + 1]) - 1) : 0;
+const HISTORY = Array.from({ length: EARLIER_TURNS }, (_, i) => [
+  { role: "user", content: `Step ${i}: read the file and say what changes. `.repeat(8) },
+  { role: "assistant", content: `Step ${i} done: the file has three functions to change. `.repeat(8) },
+]).flat();
+
 const body = (stream: boolean): string =>
   JSON.stringify({
     model: MODEL,
     messages: [
       { role: "system", content: "You are a helpful agent. ".repeat(20) },
+      ...HISTORY,
       { role: "user", content: "Summarise the plan in one line." },
     ],
     max_tokens: 16,
@@ -257,18 +277,23 @@ async function main(): Promise<void> {
   );
   const engineUrl = engine.match[1]!;
   const dir = await mkdtemp(join(tmpdir(), "agent-serve-bench-"));
-  const startGateway = async (name: string, cli: string): Promise<{ child: ChildProcess; url: string }> => {
+  const startGateway = async (
+    name: string,
+    cli: string,
+    extra = "",
+  ): Promise<{ child: ChildProcess; url: string }> => {
     const config = join(dir, `${name}.yaml`);
     const port = await freePort();
     await writeFile(
       config,
-      `server: {host: 127.0.0.1, port: ${port}}\nbackends:\n  - {id: e0, tier: small, base_url: "${engineUrl}", model: ${MODEL}, max_inflight: 1024}\nadmission: {max_queue_size: 4096}\n`,
+      `server: {host: 127.0.0.1, port: ${port}}\nbackends:\n  - {id: e0, tier: small, base_url: "${engineUrl}", model: ${MODEL}, max_inflight: 1024}\nadmission: {max_queue_size: 4096}\n${extra}\n`,
     );
     const url = `http://127.0.0.1:${port}`;
     return { child: await spawnGateway(config, url, cli), url };
   };
   const { child: gateway, url: gatewayUrl } = await startGateway("gateway", CLI);
-  const baseline = BASELINE_CLI === undefined ? undefined : await startGateway("baseline", BASELINE_CLI);
+  const baseline =
+    BASELINE_CLI === undefined ? undefined : await startGateway("baseline", BASELINE_CLI, BASELINE_EXTRA);
   const floor = await spawnReferenceProxy("floor-proxy.ts", engineUrl);
   const duties = await spawnReferenceProxy("duties-proxy.ts", engineUrl);
   const floorUrl = floor.url;
@@ -390,7 +415,7 @@ async function main(): Promise<void> {
     `machine: ${cpus().length} x ${cpus()[0]?.model ?? "?"}, node ${process.version}, ${process.platform}/${process.arch}`,
   );
   console.log(
-    `command: node --import tsx bench/overhead/run.ts${quick ? " --quick" : ""}${pin ? " --pin" : ""} --warmup-seconds ${warmupSeconds}${BASELINE_CLI === undefined ? "" : ` --baseline ${process.argv[baselineFlag + 1]}`}  (${rounds} alternating rounds per scenario)`,
+    `command: node --import tsx bench/overhead/run.ts${quick ? " --quick" : ""}${pin ? " --pin" : ""} --warmup-seconds ${warmupSeconds}${baselineFlag > 0 ? ` --baseline ${process.argv[baselineFlag + 1]}` : ""}${baselineExtraFlag > 0 ? ` --baseline-extra '${BASELINE_EXTRA}'` : ""}${turnsFlag > 0 ? ` --turns ${EARLIER_TURNS + 1}` : ""}  (${rounds} alternating rounds per scenario)`,
   );
   console.log("");
   console.log(
@@ -404,7 +429,9 @@ async function main(): Promise<void> {
   for (const row of rows) console.log(row);
   if (baseline !== undefined) {
     console.log("");
-    console.log(`this gateway vs the baseline (${BASELINE_CLI}), same rounds:`);
+    console.log(
+      `this gateway vs the baseline (${BASELINE_CLI}${BASELINE_EXTRA ? `, plus ${BASELINE_EXTRA}` : ""}), same rounds:`,
+    );
     console.log("");
     console.log(
       "| concurrency | mode | gateway added p50 / p99 ms | baseline added p50 / p99 ms | CPU µs/request gateway / baseline |",
