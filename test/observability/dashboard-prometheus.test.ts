@@ -1,7 +1,8 @@
 // The Grafana dashboard's queries, proven against a real Prometheus: simulated engines and the gateway of
 // configs/gateway.yaml (on OS-assigned ports) are scraped with configs/prometheus.yml (its targets rewritten
 // to those ports, 1 s scrapes), a known agent workload runs, and every PromQL expression of the dashboard
-// must parse and return data; the affinity hit-rate panels must show exactly 5/6 for 6-turn sessions.
+// must parse and return data; the affinity hit-rate panels must show exactly 5/6 for 6-turn sessions, and the
+// flow scheduling panels the flows, bands and waits the workload made.
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
@@ -30,6 +31,9 @@ const prometheusBinary = requiredTool("prometheus");
 const TURNS = 6;
 const SESSIONS: Record<string, number> = { big: 4, small: 8 };
 const CAPPED_AGENT = "capped";
+/** The agent running every small-tier session, in band 2 and held to one slot at a time: its turns wait. */
+const FLEET_AGENT = "fleet";
+const FLEET_BAND = "2";
 const SCRAPE_SECONDS = 1;
 /** A coding agent's prompt: a long shared prefix (system prompt with tool definitions), then its history. */
 const SYSTEM_PROMPT =
@@ -130,8 +134,12 @@ describe.skipIf(prometheusBinary.skip)("the Grafana dashboard against a real Pro
       shipped.backends.map((b) => ({ id: b.id, tier: b.tier })),
       {
         health: { engine_metrics_interval_seconds: 0.2 },
-        // Enough for one turn's held estimate (about 900 tokens), not for a second turn.
-        admission: { agents: { [CAPPED_AGENT]: { token_budget: 1000 } } },
+        admission: {
+          // Enough for one turn's held estimate (about 900 tokens), not for a second turn.
+          agents: { [CAPPED_AGENT]: { token_budget: 1000 } },
+          max_inflight_per_agent: 1,
+          scheduling: { agents: { [FLEET_AGENT]: { band: Number(FLEET_BAND) } } },
+        },
       },
     );
   });
@@ -141,7 +149,7 @@ describe.skipIf(prometheusBinary.skip)("the Grafana dashboard against a real Pro
     await cluster?.close();
   });
 
-  it("evaluates every dashboard expression; the hit-rate panels show exactly 5/6 for 6-turn sessions", async () => {
+  it("evaluates every dashboard expression; the hit-rate panels show exactly 5/6 for 6-turn sessions; the flow panels the workload's flows and waits", async () => {
     if (prometheusBinary.path === undefined) throw new Error(prometheusBinary.missing);
     const shipped = shippedGatewayConfig();
     prometheus = await startPrometheus(
@@ -167,18 +175,23 @@ describe.skipIf(prometheusBinary.skip)("the Grafana dashboard against a real Pro
     // (the latency histograms' tier children, the rejections' reasons) must have moved between two
     // scrapes for rate() to see them. The first turn of one session is charged to an agent with a 1-token
     // budget, whose next requests are refused (429 budget_exceeded) before reaching the scheduler.
+    // The small-tier sessions are one agent's (FLEET_AGENT, one slot at a time), so its turns queue.
     const names = Object.entries(SESSIONS).flatMap(([tier, count]) =>
-      Array.from({ length: count }, (_, i) => ({ session: `agent-${tier}-${i}`, tier })),
+      Array.from({ length: count }, (_, i) => ({
+        session: `agent-${tier}-${i}`,
+        tier,
+        agent: tier === "small" ? FLEET_AGENT : undefined,
+      })),
     );
     const runTurns = (from: number, to: number): Promise<unknown> =>
       Promise.all(
-        names.map(async ({ session, tier }) => {
-          for (let n = from; n < to; n++) await turn(session, tier, n);
+        names.map(async ({ session, tier, agent }) => {
+          for (let n = from; n < to; n++) await turn(session, tier, n, agent);
         }),
       );
     await turn(names[0]!.session, names[0]!.tier, 0, CAPPED_AGENT);
     await overBudget();
-    await Promise.all(names.slice(1).map(({ session, tier }) => turn(session, tier, 0)));
+    await Promise.all(names.slice(1).map(({ session, tier, agent }) => turn(session, tier, 0, agent)));
     await runTurns(1, 2);
     await waitFor("the first phase in Prometheus", async () => {
       const [h, m, rejected] = await Promise.all([
@@ -293,6 +306,29 @@ describe.skipIf(prometheusBinary.skip)("the Grafana dashboard against a real Pro
     const receipted = (kind: string): number => metricValue(own, "agentserve_prefix_tokens_total", { kind });
     expect(receipted("reusable")).toBeGreaterThan(0);
     expect(result(43)[0]!.value).toBeCloseTo(1 - receipted("lost") / receipted("reusable"), 9);
+
+    // The flow scheduling row. Every band's waiting gauge, nothing left waiting; the wait quantiles of the
+    // bands requests went through (the default band, the fleet's), the fleet's waits above 0.
+    expect(byLabel(result(51), "band")).toEqual({ "0": 0, "1": 0, "2": 0 });
+    const p50 = byLabel(finite(result(52, "A")), "band");
+    const p95 = byLabel(finite(result(52, "B")), "band");
+    expect(Object.keys(p50).sort()).toEqual(["1", FLEET_BAND]);
+    expect(Object.keys(p95).sort()).toEqual(["1", FLEET_BAND]);
+    for (const band of Object.keys(p50)) expect(p95[band]).toBeGreaterThanOrEqual(p50[band]!);
+    expect(p95[FLEET_BAND]).toBeGreaterThan(0);
+    // Served tokens: exactly the workload's flows, the big-tier sessions by session, the agents by agent (the
+    // capped agent's one turn, then its session's own); the fleet of 8 sessions served most.
+    const served = byLabel(result(53), "flow");
+    const bigSessions = names.filter((n) => n.agent === undefined).map((n) => `session:${n.session}`);
+    expect(Object.keys(served).sort()).toEqual([CAPPED_AGENT, FLEET_AGENT, ...bigSessions].sort());
+    for (const flow of [FLEET_AGENT, ...bigSessions]) expect(served[flow], flow).toBeGreaterThan(0);
+    expect(Object.entries(served).sort((a, b) => b[1] - a[1])[0]![0]).toBe(FLEET_AGENT);
+    // One gateway: one fairness index, of its six active flows, unequal (the fleet had 8 sessions' share).
+    const activeFlows = 2 + bigSessions.length;
+    expect(result(55).map((s) => s.value)).toEqual([activeFlows]);
+    expect(result(54)).toHaveLength(1);
+    expect(result(54)[0]!.value).toBeGreaterThanOrEqual(1 / activeFlows);
+    expect(result(54)[0]!.value).toBeLessThan(1);
 
     // The $tier variable's own query, label_values(agentserve_affinity_hits_total, tier), as Grafana runs it.
     expect(await prom.labelValues("tier", "agentserve_affinity_hits_total")).toEqual(["big", "small"]);

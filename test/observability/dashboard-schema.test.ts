@@ -42,7 +42,7 @@ describe("the Grafana dashboard", () => {
     expect(problems).toEqual([]);
   });
 
-  it("has the four rows of the issue and the receipts row, each with its panels", () => {
+  it("has the four rows of the issue, the receipts row and the flow scheduling row, each with its panels", () => {
     const dashboard = loadDashboard(datasource.uid);
     const rows = dashboard.panels.filter((p) => p.type === "row").map((p) => p.title);
     expect(rows).toEqual([
@@ -51,6 +51,7 @@ describe("the Grafana dashboard", () => {
       "Backends",
       "Engines (their own metrics)",
       "Cache reused vs lost by cause",
+      "Flow scheduling",
     ]);
     const queries = dashboardQueries(dashboard);
     const exprs = queries.map((q) => q.expr).join("\n");
@@ -73,9 +74,23 @@ describe("the Grafana dashboard", () => {
       "vllm:prefix_cache_queries_total",
       "vllm:kv_cache_usage_perc",
       "agentserve_prefix_tokens_total",
+      "agentserve_queue_waiting",
+      "agentserve_queue_wait_seconds_bucket",
+      "agentserve_flow_served_tokens_total",
+      "agentserve_flow_fairness_index",
+      "agentserve_flows_active",
     ]) {
       expect(exprs, metric).toContain(metric);
     }
+    // The flow scheduling row, the last one, holds the five panels of issue 24.
+    const flowRow = dashboard.panels.findIndex((p) => p.title === "Flow scheduling");
+    expect(dashboard.panels.slice(flowRow + 1).map((p) => p.title)).toEqual([
+      "Requests waiting per band",
+      "Queue wait p50 / p95 per band",
+      "Served tokens per flow (top 20)",
+      "Jain fairness index over active flows",
+      "Active flows",
+    ]);
   });
 
   it.each<[string, (d: Doc) => void, string]>([
