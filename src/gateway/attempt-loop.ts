@@ -20,7 +20,7 @@ import { SseRelay } from "./sse-relay.js";
 import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { AttemptFailure } from "./upstream-failure.js";
 import type { UpstreamPools } from "./upstream-pools.js";
-import type { PendingReceipt } from "../receipts/turn-receipts.js";
+import { receiptFields, type PendingReceipt } from "../receipts/turn-receipts.js";
 
 /** The loop's collaborators. */
 export interface AttemptLoopDeps {
@@ -166,7 +166,8 @@ export async function runAttemptLoop(
             reason: selection.reason,
             queue_wait_ms: Math.round(ctx.queueWaitMs),
             attempts: ctx.attempts,
-            ...(request.adaptation === undefined ? {} : { adapted: request.adaptation.changes }),
+            adapted: request.adaptation?.changes,
+            receipt: undefined,
           },
           requestId: ctx.requestId,
           abort,
@@ -182,8 +183,9 @@ export async function runAttemptLoop(
               : (usage, responseId) => {
                   // On the context before the answer ends: the request's log line is written when it does.
                   const placement = { backendId: backend.id, tier, reason: selection.reason };
-                  ctx.receipt = request.receipt!.now(usage, placement, responseId);
-                  return request.receipt!.fields(usage, placement, responseId);
+                  const receipt = request.receipt!.now(usage, placement, responseId);
+                  ctx.receipt = receipt;
+                  return receipt === undefined ? undefined : receiptFields(receipt);
                 },
           onCommit: () => {
             committed = true;

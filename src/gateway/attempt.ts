@@ -235,7 +235,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       const usage = this.status === 200 ? extractUsage(body) : undefined;
       const responseId = this.status === 200 && this.plan.readResponseId ? responseIdOf(body) : undefined;
       const receipt = usage === undefined ? undefined : this.plan.receipt?.(usage, responseId);
-      if (receipt !== undefined) this.plan.meta = { ...this.plan.meta, receipt };
+      if (receipt !== undefined) this.plan.meta.receipt = receipt;
       const json =
         this.status === 200 ? spliceMemberIntoJson(body, metadataMember(this.plan.meta)) : undefined;
       if (this.status === 200 && (json === undefined || !isJsonType(this.headers["content-type"]))) {

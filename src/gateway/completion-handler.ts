@@ -93,6 +93,9 @@ export async function handleCompletion(
     // The session's binding (with a shared store, as every replica sees it), looked up once for the turn:
     // routing reads it and the first attempt's placement decides by it.
     binding = await deps.scheduler.lookup(sessionId);
+    // The previous turn's read ran alongside the lookup; the answer carries the receipt only once it is in (a
+    // shared store's read is bounded by its timeout and fails open). In memory it is in already.
+    if (receipt !== undefined && !receipt.loaded) await receipt.reading;
     const routing = routeRequest(
       deps,
       live,

@@ -66,11 +66,13 @@ function sessionlessKey(prefixKey: Hash64 | undefined): string | undefined {
 
 export class PendingReceipt {
   private previous: SessionReceipts | undefined;
-  private loaded = false;
+  /** The previous turn was read (or its store failed): the receipt can be computed. */
+  loaded = false;
   private computed:
     | { receipt: Receipt; usage: ReceiptUsage; placement: TurnPlacement; responseId: string | undefined }
     | undefined;
-  private readonly reading: Promise<void>;
+  /** Resolves once the previous turn was read (never rejects). */
+  readonly reading: Promise<void>;
 
   constructor(
     private readonly memory: ReceiptMemory,
@@ -93,8 +95,8 @@ export class PendingReceipt {
 
   /**
    * The receipt, synchronously, for the answer's body or its stream's last event, and the turn remembered for
-   * the next at once (before the answer ends, so a next turn on another replica finds it). Undefined in the
-   * rare case the previous turn is still being read when the engine has already answered: settle() then does it.
+   * the next at once (before the answer ends, so a next turn on another replica finds it). Undefined while the
+   * previous turn is still being read (the request path awaits `reading` before any attempt; settle() awaits it).
    */
   now(usage: ReceiptUsage, placement: TurnPlacement, responseId?: string): Receipt | undefined {
     if (!this.loaded) return undefined;
@@ -122,18 +124,6 @@ export class PendingReceipt {
     return receipt;
   }
 
-  /** now(), as the client sees it (x_agent_serve, headers). */
-  fields(usage: ReceiptUsage, placement: TurnPlacement, responseId?: string): ReceiptFields | undefined {
-    const receipt = this.now(usage, placement, responseId);
-    if (receipt === undefined) return undefined;
-    return {
-      reusable_tokens: receipt.reusableTokens,
-      cached_tokens: receipt.cachedTokens,
-      lost_tokens: receipt.lostTokens,
-      lost_cause: receipt.lostCause,
-    };
-  }
-
   /** The turn answered with this usage: its receipt (computed and remembered now if the answer did not). */
   async settle(
     usage: ReceiptUsage,
@@ -143,6 +133,16 @@ export class PendingReceipt {
     await this.reading;
     return this.now(usage, placement, responseId)!;
   }
+}
+
+/** A receipt as the client sees it (x_agent_serve, headers). */
+export function receiptFields(receipt: Receipt): ReceiptFields {
+  return {
+    reusable_tokens: receipt.reusableTokens,
+    cached_tokens: receipt.cachedTokens,
+    lost_tokens: receipt.lostTokens,
+    lost_cause: receipt.lostCause,
+  };
 }
 
 function samePlacement(a: TurnPlacement, b: TurnPlacement): boolean {
