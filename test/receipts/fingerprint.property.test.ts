@@ -189,7 +189,7 @@ describe("fingerprintOf on long texts (sampled)", () => {
       `y${long.slice(1)}`, // head
       `${long.slice(1)}y`, // tail
       `${long}x`, // length
-      `${long.slice(0, 25_024)}y${long.slice(25_025)}`, // a sampled unit of the middle: 64 + 32 x 780
+      `${long.slice(0, 25_000)}y${long.slice(25_001)}`, // a sampled unit of the middle: 16 + 8 x 3123
     ];
     for (const text of variants)
       expect(fp("chat", { messages: [{ role: "tool", content: text }] }).chainAt(1)).not.toBe(base);
