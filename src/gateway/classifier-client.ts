@@ -118,7 +118,7 @@ class ClassifierBodies implements AttemptBodies {
 const NO_PLACEMENT_HINTS = { prefixKey: undefined };
 
 /**
- * Asks an engine of the classifier's tier through the attempt loop, as any request is sent: placed by the
+ * Asks an engine of the classifier's tier through the attempt loop, as every request is sent: placed by the
  * scheduler (no session), a slot taken (max_inflight holds), failed over, its outcome fed to the engine's
  * health, its answer bounded by upstream.max_response_bytes, abandoned if the engine goes down. It is charged
  * to no budget and leaves one log line of its own.

@@ -38,10 +38,11 @@ export class TurnReceipts {
    * routing. Undefined when there is nothing to receipt against (a text completion, no key).
    */
   begin(sessionId: string | undefined, request: ReceiptRequest): PendingReceipt | undefined {
-    const fingerprint = fingerprintOf(request.endpoint, request.body);
-    if (fingerprint === undefined) return undefined;
+    // The key first: a request with neither a session nor a prefix key is never hashed.
     const key = sessionId ?? sessionlessKey(request.prefixKey);
     if (key === undefined) return undefined;
+    const fingerprint = fingerprintOf(request.endpoint, request.body);
+    if (fingerprint === undefined) return undefined;
     return new PendingReceipt(
       this.memory,
       key,
