@@ -181,11 +181,23 @@ describe("npm start", () => {
 
 describe("the command line", () => {
   it("runs as `npx agent-serve` after npm ci, offline, and tells its version", async () => {
-    const npx = spawn("npx", ["--offline", "agent-serve", "--version"], { cwd: ROOT });
+    // npx links this package into its own cache (~/.npm/_npx) on first use and runs its `prepare` there, which
+    // would rebuild dist/ under the feet of every other test; what it finds in that cache is left over from
+    // earlier runs. So: a cache of the test's own, and no lifecycle scripts; the bin lookup is what's tested.
+    const cache = await mkdtemp(join(dir, "npm-cache-"));
+    const npx = spawn(
+      "npx",
+      ["--cache", cache, "--offline", "--ignore-scripts", "agent-serve", "--version"],
+      {
+        cwd: ROOT,
+      },
+    );
     let output = "";
+    let errors = "";
     npx.stdout.on("data", (c: Buffer) => (output += c.toString()));
+    npx.stderr.on("data", (c: Buffer) => (errors += c.toString()));
     const code = await new Promise((resolve) => npx.once("exit", resolve));
-    expect(code).toBe(0);
+    expect(code, errors).toBe(0);
     expect(output.trim()).toMatch(/^agent-serve \d+\.\d+\.\d+$/);
   });
 
