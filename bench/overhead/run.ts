@@ -19,12 +19,14 @@
 // runs beside this one in the same alternating rounds, so that a change's cost is measured before/after under
 // the same machine noise. --baseline-extra YAML adds top-level config to the baseline gateway only (without
 // --baseline, the baseline is this checkout's own build), e.g. the cost of route receipts:
-// `--baseline-extra 'affinity: {receipts: {enabled: false}}'`.
+// `--baseline-extra 'affinity: {receipts: {enabled: false}}'`. --gateway-extra YAML does the same for this side:
+// with both, the two configs can swap sides, which cancels what the order of the rounds favours (an A/A run,
+// the same config on both sides, differed by up to 9% in CPU per request).
 //
 // --turns N sends conversations of N turns (default 1), where per-message work (the receipts' fingerprint) shows.
 //
 //   npm run build && node --import tsx bench/overhead/run.ts [--quick] [--pin] [--warmup-seconds S]
-//     [--baseline DIR] [--baseline-extra YAML] [--turns N]
+//     [--baseline DIR] [--baseline-extra YAML] [--gateway-extra YAML] [--turns N]
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, writeFile } from "node:fs/promises";
@@ -45,6 +47,8 @@ const COLD_REQUESTS = 5000;
 const baselineFlag = process.argv.indexOf("--baseline");
 const baselineExtraFlag = process.argv.indexOf("--baseline-extra");
 const BASELINE_EXTRA = baselineExtraFlag > 0 ? (process.argv[baselineExtraFlag + 1] ?? "") : "";
+const gatewayExtraFlag = process.argv.indexOf("--gateway-extra");
+const GATEWAY_EXTRA = gatewayExtraFlag > 0 ? (process.argv[gatewayExtraFlag + 1] ?? "") : "";
 const BASELINE_CLI =
   baselineFlag > 0
     ? join(process.argv[baselineFlag + 1] ?? ".", "dist", "src", "cli.js")
@@ -291,7 +295,7 @@ async function main(): Promise<void> {
     const url = `http://127.0.0.1:${port}`;
     return { child: await spawnGateway(config, url, cli), url };
   };
-  const { child: gateway, url: gatewayUrl } = await startGateway("gateway", CLI);
+  const { child: gateway, url: gatewayUrl } = await startGateway("gateway", CLI, GATEWAY_EXTRA);
   const baseline =
     BASELINE_CLI === undefined ? undefined : await startGateway("baseline", BASELINE_CLI, BASELINE_EXTRA);
   const floor = await spawnReferenceProxy("floor-proxy.ts", engineUrl);
@@ -415,7 +419,7 @@ async function main(): Promise<void> {
     `machine: ${cpus().length} x ${cpus()[0]?.model ?? "?"}, node ${process.version}, ${process.platform}/${process.arch}`,
   );
   console.log(
-    `command: node --import tsx bench/overhead/run.ts${quick ? " --quick" : ""}${pin ? " --pin" : ""} --warmup-seconds ${warmupSeconds}${baselineFlag > 0 ? ` --baseline ${process.argv[baselineFlag + 1]}` : ""}${baselineExtraFlag > 0 ? ` --baseline-extra '${BASELINE_EXTRA}'` : ""}${turnsFlag > 0 ? ` --turns ${EARLIER_TURNS + 1}` : ""}  (${rounds} alternating rounds per scenario)`,
+    `command: node --import tsx bench/overhead/run.ts${quick ? " --quick" : ""}${pin ? " --pin" : ""} --warmup-seconds ${warmupSeconds}${baselineFlag > 0 ? ` --baseline ${process.argv[baselineFlag + 1]}` : ""}${baselineExtraFlag > 0 ? ` --baseline-extra '${BASELINE_EXTRA}'` : ""}${gatewayExtraFlag > 0 ? ` --gateway-extra '${GATEWAY_EXTRA}'` : ""}${turnsFlag > 0 ? ` --turns ${EARLIER_TURNS + 1}` : ""}  (${rounds} alternating rounds per scenario)`,
   );
   console.log("");
   console.log(
@@ -430,7 +434,7 @@ async function main(): Promise<void> {
   if (baseline !== undefined) {
     console.log("");
     console.log(
-      `this gateway vs the baseline (${BASELINE_CLI}${BASELINE_EXTRA ? `, plus ${BASELINE_EXTRA}` : ""}), same rounds:`,
+      `this gateway${GATEWAY_EXTRA ? ` (plus ${GATEWAY_EXTRA})` : ""} vs the baseline (${BASELINE_CLI}${BASELINE_EXTRA ? `, plus ${BASELINE_EXTRA}` : ""}), same rounds:`,
     );
     console.log("");
     console.log(

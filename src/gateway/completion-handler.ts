@@ -173,7 +173,8 @@ export async function handleCompletion(
     if (usage !== undefined) deps.metrics.tokens(route.tier, usage);
     if (usage !== undefined && receipt !== undefined && ctx.backend !== undefined) {
       const placement = { backendId: ctx.backend, tier: route.tier, reason: ctx.reason ?? "" };
-      ctx.receipt = await receipt.settle(usage, placement, result.responseId);
+      const settled = receipt.settle(usage, placement, result.responseId);
+      ctx.receipt = settled instanceof Promise ? await settled : settled;
       deps.metrics.receipt(ctx.receipt);
     }
   } finally {

@@ -63,9 +63,17 @@ class HotCounter<L extends string> {
 
   /** `key` must be unique per label set (the label values joined); `labels` is only read the first time. */
   add(key: string, labels: () => Record<L, string>, amount = 1): void {
-    const entry = this.values.get(key);
-    if (entry !== undefined) entry.value += amount;
-    else this.values.set(key, { labels: labels(), value: amount });
+    this.entry(key, labels).value += amount;
+  }
+
+  /** The count of one label set, to keep and bump without a lookup (made at 0 on first use). */
+  entry(key: string, labels: () => Record<L, string>): { value: number } {
+    let entry = this.values.get(key);
+    if (entry === undefined) {
+      entry = { labels: labels(), value: 0 };
+      this.values.set(key, entry);
+    }
+    return entry;
   }
 }
 
@@ -136,6 +144,11 @@ export class GatewayMetrics implements AffinityRecorder {
     "Route receipts: prompt tokens a turn could reuse from its previous turn, the engine's cached ones, and the lost ones, by cause",
     ["tier", "kind", "cause"],
   );
+  /** The three counts of each tier and cause, kept so that a receipt bumps them after one lookup. */
+  private readonly prefixTokenCounts = new Map<
+    string,
+    { reusable: { value: number }; cached: { value: number }; lost: { value: number } }
+  >();
   private readonly bindingStoreUp = new Gauge({
     name: "agentserve_binding_store_up",
     help: "1 while the binding store answers (always 1 for the memory store); 0: this replica decides alone",
@@ -391,14 +404,17 @@ export class GatewayMetrics implements AffinityRecorder {
     lostCause: string;
   }): void {
     const { tier, lostCause: cause } = receipt;
-    const key = `${tier}\u0000${cause}\u0000`;
-    this.prefixTokens.add(
-      `${key}reusable`,
-      () => ({ tier, kind: "reusable", cause }),
-      receipt.reusableTokens,
-    );
-    this.prefixTokens.add(`${key}cached`, () => ({ tier, kind: "cached", cause }), receipt.cachedTokens);
-    this.prefixTokens.add(`${key}lost`, () => ({ tier, kind: "lost", cause }), receipt.lostTokens);
+    const key = `${tier}\u0000${cause}`;
+    let counts = this.prefixTokenCounts.get(key);
+    if (counts === undefined) {
+      const count = (kind: string): { value: number } =>
+        this.prefixTokens.entry(`${key}\u0000${kind}`, () => ({ tier, kind, cause }));
+      counts = { reusable: count("reusable"), cached: count("cached"), lost: count("lost") };
+      this.prefixTokenCounts.set(key, counts);
+    }
+    counts.reusable.value += receipt.reusableTokens;
+    counts.cached.value += receipt.cachedTokens;
+    counts.lost.value += receipt.lostTokens;
   }
 
   firstToken(tier: string, seconds: number): void {

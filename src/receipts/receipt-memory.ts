@@ -17,7 +17,11 @@ export interface SessionReceipts {
  * session) and drops the write.
  */
 export interface ReceiptMemory {
-  read(key: string): Promise<SessionReceipts | undefined>;
+  /**
+   * The session's entry: in process, the value itself (every turn reads one, and a promise and its callbacks
+   * cost more than the lookup); a shared store's read is a promise.
+   */
+  read(key: string): SessionReceipts | undefined | Promise<SessionReceipts | undefined>;
   write(key: string, entry: SessionReceipts): void;
   /** Resolves once every write issued so far was stored (or dropped). */
   flush(): Promise<void>;
@@ -46,8 +50,8 @@ export class InMemoryReceipts implements ReceiptMemory {
     this.entries = new LRUCache({ max: maxEntries, ttl: ttlMs, ttlResolution: 0, perf: { now: nowMs } });
   }
 
-  read(key: string): Promise<SessionReceipts | undefined> {
-    return Promise.resolve(this.entries.get(key));
+  read(key: string): SessionReceipts | undefined {
+    return this.entries.get(key);
   }
 
   write(key: string, entry: SessionReceipts): void {

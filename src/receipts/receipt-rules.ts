@@ -143,10 +143,11 @@ export function turnRecordOf(
   responseId: string | undefined,
   nowMs: number,
 ): TurnRecord {
+  // One shape whether or not there is a response id (a conditional spread costs more than the rest here).
   return {
     items: fingerprint.items,
     chain: fingerprint.chainAt(fingerprint.items),
-    ...(responseId === undefined ? {} : { responseId }),
+    responseId,
     promptTokens: usage.promptTokens,
     tokens: usage.promptTokens + usage.completionTokens,
     backendId: placement.backendId,

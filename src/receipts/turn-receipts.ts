@@ -54,7 +54,7 @@ export class TurnReceipts {
   }
 
   /** The session's last receipts (the admin API). */
-  recent(sessionId: string): Promise<SessionReceipts | undefined> {
+  async recent(sessionId: string): Promise<SessionReceipts | undefined> {
     return this.memory.read(sessionId);
   }
 }
@@ -64,6 +64,9 @@ function sessionlessKey(prefixKey: Hash64 | undefined): string | undefined {
   if (prefixKey === undefined) return undefined;
   return `prefix:${prefixKey.hi.toString(16).padStart(8, "0")}${prefixKey.lo.toString(16).padStart(8, "0")}`;
 }
+
+/** The `reading` of a receipt whose previous turn was read at once (one promise for all of them). */
+const READ_AT_ONCE: Promise<void> = Promise.resolve();
 
 export class PendingReceipt {
   private previous: SessionReceipts | undefined;
@@ -79,11 +82,17 @@ export class PendingReceipt {
     private readonly memory: ReceiptMemory,
     readonly key: string,
     private readonly fingerprint: ConversationFingerprint,
-    reading: Promise<SessionReceipts | undefined>,
+    read: SessionReceipts | undefined | Promise<SessionReceipts | undefined>,
     private readonly settings: ReceiptSettings,
     private readonly nowMs: () => number,
   ) {
-    this.reading = reading.then(
+    if (!(read instanceof Promise)) {
+      this.previous = read;
+      this.loaded = true;
+      this.reading = READ_AT_ONCE;
+      return;
+    }
+    this.reading = read.then(
       (entry) => {
         this.previous = entry;
         this.loaded = true;
@@ -125,14 +134,17 @@ export class PendingReceipt {
     return receipt;
   }
 
-  /** The turn answered with this usage: its receipt (computed and remembered now if the answer did not). */
-  async settle(
+  /**
+   * The turn answered with this usage: its receipt (computed and remembered now if the answer did not). At
+   * once when the previous turn is in, as it always is once the request path awaited `reading`.
+   */
+  settle(
     usage: ReceiptUsage,
     placement: TurnPlacement,
     responseId: string | undefined,
-  ): Promise<Receipt> {
-    await this.reading;
-    return this.now(usage, placement, responseId)!;
+  ): Receipt | Promise<Receipt> {
+    if (this.loaded) return this.now(usage, placement, responseId)!;
+    return this.reading.then(() => this.now(usage, placement, responseId)!);
   }
 }
 
