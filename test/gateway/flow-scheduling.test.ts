@@ -126,4 +126,49 @@ describe("flow scheduling through the gateway", () => {
     expect(metricValue(text, 'agentserve_flow_served_tokens_total{flow="a"}')).toBe(14);
     expect(metricValue(text, "agentserve_flow_fairness_index")).toBeGreaterThan(0.5);
   });
+
+  it("a request held by its agent's cap does not make its engine look full: a turn bound there still goes there", async () => {
+    const rigs = [await holdingEngine(), await holdingEngine()];
+    engine = rigs[0]!.engine;
+    try {
+      gateway = await startGatewayFor(
+        rigs.map((rig, i) => ({ id: `e${i}`, url: rig.engine.url, maxInflight: 3 })),
+        { admission: { max_inflight_per_agent: 1 } },
+      );
+      const url = gateway.url;
+      const session = { "x-session-id": "s" };
+      // The session's first turn binds it to its home engine.
+      const firstTurn = post(url, { model: "m", messages: [{ role: "user", content: "s-1" }] }, session);
+      await Promise.race(rigs.map((rig) => rig.engine.after("completion")));
+      const home = rigs.findIndex((rig) => rig.held.length === 1);
+      const rig = rigs[home]!;
+      answerOk(rig.held[0]!.res);
+      expect((await firstTurn).headers.get("x-agent-serve-backend")).toBe(`e${home}`);
+      // Agent a works in the same session: its first call runs at home, its second waits for its cap.
+      const agent = { ...session, "x-agent-id": "a" };
+      const started = rig.engine.after("completion");
+      const a0 = send(url, "a-0", agent);
+      await started;
+      const a1 = send(url, "a-1", agent);
+      await queued(url, 1);
+      // The session's next turn (no agent: not capped) finds a free slot at home and starts there at once.
+      const turnArrived = Promise.race(rigs.map((r, i) => r.engine.after("completion").then(() => i)));
+      const turn = post(url, { model: "m", messages: [{ role: "user", content: "s-2" }] }, session);
+      expect(await turnArrived, "the turn spilled to the other engine").toBe(home);
+      expect(rig.order).toEqual(["s-1", "a-0", "s-2"]);
+      answerOk(rig.held[2]!.res);
+      const answered = await turn;
+      expect(answered.headers.get("x-agent-serve-backend")).toBe(`e${home}`);
+      expect(answered.headers.get("x-agent-serve-reason")).toBe("affinity_hit");
+      // a-1 starts when a-0 frees the agent's slot.
+      const resumed = rig.engine.after("completion");
+      answerOk(rig.held[1]!.res);
+      await resumed;
+      answerOk(rig.held[3]!.res);
+      expect((await Promise.all([a0, a1])).map((r) => r.status)).toEqual([200, 200]);
+      expect(rig.order).toEqual(["s-1", "a-0", "s-2", "a-1"]);
+    } finally {
+      await rigs[1]!.engine.close();
+    }
+  });
 });

@@ -11,9 +11,14 @@ export function loadOf(candidate: PlacementCandidate): number {
   return candidate.inflight + candidate.queued;
 }
 
-/** The backend can start the request now: a free slot and nobody queued before it (BackendSlots' rule). */
+/**
+ * The backend can start the request now: fewer than max_inflight in flight (the flow dispatcher's rule). Who
+ * waits for a backend that has a free slot is held by its own agent's cap (admission.max_inflight_per_agent):
+ * the dispatcher starts every other waiting request the moment a slot frees, and grants a newcomer a free
+ * slot at once. Such waiters still count as load (loadOf) but do not make the slot taken.
+ */
 export function hasFreeSlot(candidate: PlacementCandidate): boolean {
-  return candidate.inflight < candidate.maxInflight && candidate.queued === 0;
+  return candidate.inflight < candidate.maxInflight;
 }
 
 /**

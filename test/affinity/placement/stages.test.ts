@@ -142,15 +142,17 @@ describe("boundedLoadFilter", () => {
 });
 
 describe("freeSlotFilter", () => {
-  it("keeps the backends that can start a request now: a free slot and nobody queued before it", () => {
+  it("keeps the backends that can start a request now: a free slot (waiters there are held by their own cap)", () => {
     const list = [
       candidate("free", { inflight: 3, maxInflight: 4 }),
       candidate("full", { inflight: 4, maxInflight: 4 }),
-      candidate("queue", { inflight: 1, maxInflight: 4, queued: 1 }),
+      // One request waits although a slot is free: only its agent's cap holds it (the dispatcher's invariant).
+      candidate("capped", { inflight: 1, maxInflight: 4, queued: 1 }),
+      candidate("full-queue", { inflight: 4, maxInflight: 4, queued: 2 }),
     ];
-    expect(freeSlotFilter(request(), stateOf(KEY, list), list).map((c) => c.id)).toEqual(["free"]);
-    expect(list.map(hasFreeSlot)).toEqual([true, false, false]);
-    expect(list.map(loadOf)).toEqual([3, 4, 2]);
+    expect(freeSlotFilter(request(), stateOf(KEY, list), list).map((c) => c.id)).toEqual(["free", "capped"]);
+    expect(list.map(hasFreeSlot)).toEqual([true, false, true, false]);
+    expect(list.map(loadOf)).toEqual([3, 4, 2, 6]);
   });
 });
 
