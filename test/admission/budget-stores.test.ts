@@ -1,11 +1,11 @@
 // One contract every budget store passes (memory and redis, each directly), the redis store across replicas, and its failing open.
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { BudgetStore } from "../../src/admission/budget-store.js";
 import { RedisBudgetStore } from "../../src/admission/redis-budget-store.js";
 import { TokenBudgets, type BudgetSettings } from "../../src/admission/token-budgets.js";
 import { pollUntil } from "../helpers/cluster.js";
-import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { useRedisServer } from "../helpers/redis-server.js";
 
 const MINUTE_MS = 60_000;
 const SETTINGS: BudgetSettings = {
@@ -28,8 +28,9 @@ interface StoreKind {
   one(): Promise<BudgetStore>;
 }
 
-let redis: RedisServer | undefined;
-const redisTool = redisAvailable();
+const redis = useRedisServer(async () => {
+  for (const store of opened) await store.close();
+});
 let prefixCounter = 0;
 const opened: RedisBudgetStore[] = [];
 
@@ -40,7 +41,7 @@ async function redisReplicas(n: number, health?: Health, timeoutMs = 200): Promi
     const store = new RedisBudgetStore(SETTINGS, {
       keyPrefix,
       link: {
-        url: redis!.url,
+        url: redis.server.url,
         timeoutMs,
         logger: quietLogger,
         health: {
@@ -66,17 +67,8 @@ const kinds: StoreKind[] = [
     skip: false,
     one: () => Promise.resolve(new TokenBudgets(SETTINGS)),
   },
-  { name: "redis", skip: redisTool.skip, one: async () => (await redisReplicas(1))[0]! },
+  { name: "redis", skip: redis.skip, one: async () => (await redisReplicas(1))[0]! },
 ];
-
-beforeAll(async () => {
-  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
-}, 30_000);
-
-afterAll(async () => {
-  for (const store of opened) await store.close();
-  await redis?.stop();
-});
 
 /** Charges `tokens` the way a request does: a hold of nothing, settled to what it used. */
 async function spend(store: BudgetStore, agentId: string, tokens: number, nowMs: number): Promise<void> {
@@ -166,7 +158,7 @@ describe.each(kinds)("budget store contract: $name", (kind) => {
 
 // The memory store is one process's: N replicas give an agent N budgets (docs/configuration.md), so only
 // the redis store is run across replicas, each replica with its own store instance.
-describe.skipIf(redisTool.skip)("redis budget store across replicas, one store each", () => {
+describe.skipIf(redis.skip)("redis budget store across replicas, one store each", () => {
   it("counts every replica's charges in one window", async () => {
     const [a, b] = await redisReplicas(2);
     await oneWindow(a!, b!);
@@ -178,13 +170,13 @@ describe.skipIf(redisTool.skip)("redis budget store across replicas, one store e
   });
 });
 
-describe.skipIf(redisTool.skip)("redis budget store fails open", () => {
+describe.skipIf(redis.skip)("redis budget store fails open", () => {
   it("decides locally while Redis is dead, counts errors, and writes the charges back when it returns", async () => {
     const health: Health = { up: undefined, errors: 0 };
     const [a, b] = await redisReplicas(2, health);
     await spend(a!, "x", 300, 0);
     await a!.flush();
-    await redis!.kill();
+    await redis.server.kill();
     // Dead: admission still answers (from what this replica counted itself), never throws.
     const local = await a!.reserve("x", 0, 1, 1, false);
     expect(local).toMatchObject({ allowed: true, granted: 0 });
@@ -192,7 +184,7 @@ describe.skipIf(redisTool.skip)("redis budget store fails open", () => {
     expect(health.errors).toBeGreaterThan(0);
     expect(health.up).toBe(false);
     expect(await a!.usage("x", 3)).toBe(800); // local view
-    await redis!.restart(); // empty: everything before the restart is gone
+    await redis.server.restart(); // empty: everything before the restart is gone
     expect(await a!.connected(10_000)).toBe(true);
     expect(await b!.connected(10_000)).toBe(true);
     await a!.flush();
@@ -203,7 +195,7 @@ describe.skipIf(redisTool.skip)("redis budget store fails open", () => {
   }, 30_000);
 });
 
-describe.skipIf(redisTool.skip)("redis budget store hot path", () => {
+describe.skipIf(redis.skip)("redis budget store hot path", () => {
   it("settles a request in one command, the hold leaving the bucket it was counted in", async () => {
     const [a] = await redisReplicas(1);
     const hold = await a!.reserve("one", 700, 1, 0, false); // counted in the first bucket, [0, 5 min)
@@ -222,7 +214,7 @@ describe.skipIf(redisTool.skip)("redis budget store hot path", () => {
 
 /** INFO commandstats of the test's redis-server, through a connection of its own. */
 async function redisInfo(): Promise<string> {
-  const client = new Redis(redis!.url);
+  const client = new Redis(redis.server.url);
   try {
     return await client.info("commandstats");
   } finally {

@@ -1,5 +1,5 @@
 // The BindingStore contract, run against each store directly: memory, and Redis (one store instance each).
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { BROKEN, EXPIRED, type BindingEffect, type BindingStore } from "../../src/affinity/binding-store.js";
 import { hashSession } from "../../src/affinity/rendezvous.js";
 import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
@@ -7,7 +7,7 @@ import { BINDING_SCRIPTS, RedisBindings } from "../../src/affinity/redis-binding
 import { RedisBindingStore } from "../../src/affinity/redis-binding-store.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { RedisLink } from "../../src/store/redis-link.js";
-import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { quietRedisLink, useRedisServer } from "../helpers/redis-server.js";
 import { TEST_HASH_KEY } from "./helpers.js";
 
 const TTL_MS = 10_000;
@@ -28,8 +28,9 @@ interface StoreKind {
   make(): Promise<Subject>;
 }
 
-const redisTool = redisAvailable();
-let redis: RedisServer | undefined;
+const redis = useRedisServer(async () => {
+  for (const link of links) await link.close();
+});
 const links: RedisLink[] = [];
 let prefixCounter = 0;
 
@@ -50,16 +51,9 @@ const kinds: StoreKind[] = [
   },
   {
     name: "redis",
-    skip: redisTool.skip,
+    skip: redis.skip,
     make: async () => {
-      const link = new RedisLink({
-        url: redis!.url,
-        timeoutMs: 1000,
-        name: "bindings",
-        scripts: BINDING_SCRIPTS,
-        logger: { warn: () => undefined, info: () => undefined },
-        health: { up: () => undefined, error: () => undefined },
-      });
+      const link = quietRedisLink(redis.server.url, BINDING_SCRIPTS, 1000, "bindings");
       links.push(link);
       expect(await link.connected(10_000)).toBe(true);
       const store = new RedisBindingStore({
@@ -71,15 +65,6 @@ const kinds: StoreKind[] = [
     },
   },
 ];
-
-beforeAll(async () => {
-  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
-}, 30_000);
-
-afterAll(async () => {
-  for (const link of links) await link.close();
-  await redis?.stop();
-});
 
 function bind(sessionId: string, backendId: string, expiresAtMs: number): BindingEffect {
   return { kind: "bind", sessionId, placement: hashSession(sessionId), backendId, expiresAtMs };

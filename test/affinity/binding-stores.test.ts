@@ -1,5 +1,5 @@
 // The shared binding store across replicas, each replica with its own store instance and placement service.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createBalancer } from "../../src/affinity/balancers.js";
 import type { BindingStore } from "../../src/affinity/binding-store.js";
 import { BINDING_SCRIPTS, RedisBindings } from "../../src/affinity/redis-bindings.js";
@@ -12,13 +12,12 @@ import { ManualClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
 import { RedisLink } from "../../src/store/redis-link.js";
 import { RedisSubscription } from "../../src/store/redis-subscription.js";
-import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { quietRedisLink, useRedisServer } from "../helpers/redis-server.js";
 import { eventsOf, waitUntil } from "../helpers/wait.js";
 import { candidates, CountingRecorder, type TestCandidate } from "./helpers.js";
 
 const TIER = "small";
 const TTL_SECONDS = 10;
-const quietLogger = { warn: () => undefined, info: () => undefined };
 
 /** One gateway replica as far as bindings go: its placement service and store, its own view of backend health. */
 interface Replica {
@@ -43,8 +42,10 @@ interface StoreKind {
   fleet(n: number): Fleet;
 }
 
-let redis: RedisServer | undefined;
-const redisTool = redisAvailable();
+const redis = useRedisServer(async () => {
+  for (const subscription of subscriptions) await subscription.close();
+  for (const link of links) await link.close();
+});
 let prefixCounter = 0;
 const links: RedisLink[] = [];
 const subscriptions: RedisSubscription[] = [];
@@ -96,14 +97,7 @@ function redisFleet(n: number, invalidations = false): Fleet {
   };
   const replicas = Array.from({ length: n }, (): Replica => {
     const backends = makeBackends();
-    const link = new RedisLink({
-      url: redis!.url,
-      timeoutMs: 500,
-      name: "bindings",
-      scripts: BINDING_SCRIPTS,
-      logger: quietLogger,
-      health: { up: () => undefined, error: () => undefined },
-    });
+    const link = quietRedisLink(redis.server.url, BINDING_SCRIPTS, 500, "bindings");
     links.push(link);
     const remote = new RedisBindings(link, prefix, TTL_SECONDS * 1000);
     const shared = new RedisBindingStore({
@@ -115,7 +109,7 @@ function redisFleet(n: number, invalidations = false): Fleet {
     let subscription: RedisSubscription | undefined;
     if (invalidations) {
       subscription = new RedisSubscription(
-        redis!.url,
+        redis.server.url,
         remote.invalidationChannel,
         (message) => {
           shared.invalidate(message);
@@ -149,16 +143,6 @@ const kinds: StoreKind[] = [
   { name: "redis, confirmed bindings cached", fleet: (n) => redisFleet(n, true) },
 ];
 
-beforeAll(async () => {
-  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
-}, 30_000);
-
-afterAll(async () => {
-  for (const subscription of subscriptions) await subscription.close();
-  for (const link of links) await link.close();
-  await redis?.stop();
-});
-
 async function connected(fleet: Fleet): Promise<void> {
   for (const replica of fleet.replicas) {
     expect(await replica.link.connected(10_000)).toBe(true);
@@ -181,7 +165,7 @@ function setState(replica: Replica, backendId: string, state: TestCandidate["sta
   replica.backends.find((b) => b.id === backendId)!.state = state;
 }
 
-describe.skipIf(redisTool.skip).each(kinds)("binding store across replicas: $name", (kind) => {
+describe.skipIf(redis.skip).each(kinds)("binding store across replicas: $name", (kind) => {
   it("keeps one binding per session: every replica follows it, not its own hash", async () => {
     const fleet = kind.fleet(3);
     await connected(fleet);
@@ -280,13 +264,13 @@ describe.skipIf(redisTool.skip).each(kinds)("binding store across replicas: $nam
   });
 });
 
-describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
+describe.skipIf(redis.skip)("redis binding store fails open", () => {
   it("routes on the local table while Redis is dead, and writes the bindings made meanwhile back", async () => {
     const fleet = redisFleet(2);
     await connected(fleet);
     const [a, b] = fleet.replicas as [Replica, Replica];
     const before = (await turn(a, "s-before"))!.backend.id;
-    await redis!.kill();
+    await redis.server.kill();
     // Dead Redis: decisions are local and immediate; nothing throws or waits for the timeout.
     expect((await turn(a, "s-before"))!.backend.id).toBe(before);
     const winner = winnerOf("s-during", a.backends);
@@ -296,7 +280,7 @@ describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
     expect(during).not.toBe(winner.id);
     expect(a.shared.shared).toBe(false);
     expect(a.shared.pendingWrites).toBeGreaterThan(0);
-    await redis!.restart(); // empty
+    await redis.server.restart(); // empty
     expect(await a.link.connected(10_000)).toBe(true);
     expect(await b.link.connected(10_000)).toBe(true);
     await a.flush();
@@ -337,7 +321,7 @@ describe.skipIf(redisTool.skip)("redis binding store fails open", () => {
   }, 30_000);
 });
 
-describe.skipIf(redisTool.skip)("redis binding store hot path", () => {
+describe.skipIf(redis.skip)("redis binding store hot path", () => {
   /** EVALSHA calls redis-server has run so far (INFO commandstats): every store operation is one script. */
   async function scriptCalls(link: RedisLink): Promise<number> {
     const stats = await link.client.info("commandstats");

@@ -1,8 +1,8 @@
 // Three gateway replicas over a real redis-server: sessions keep their engine across replicas, outages and restarts.
 // The scenario runs on real gateway processes; the tests that flush a replica's write-backs run them in-process.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { chat, metaOf, metricValue, scrape } from "../helpers/cluster.js";
-import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { useRedisServer } from "../helpers/redis-server.js";
 import {
   startReplicaProcesses,
   startReplicas,
@@ -10,22 +10,13 @@ import {
   type Replicas,
 } from "../helpers/replicas.js";
 
-const redisTool = redisAvailable();
-let redis: RedisServer | undefined;
+const redis = useRedisServer();
 let fleet: Replicas | undefined;
 let prefixCounter = 0;
-
-beforeAll(async () => {
-  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
-}, 30_000);
 
 afterEach(async () => {
   await fleet?.close();
   fleet = undefined;
-});
-
-afterAll(async () => {
-  await redis?.stop();
 });
 
 const ENGINES = ["e-0", "e-1", "e-2", "e-3"];
@@ -36,7 +27,7 @@ function overrides(store: "memory" | "redis"): Record<string, unknown> {
       store:
         store === "memory"
           ? { kind: "memory" }
-          : { kind: "redis", url: redis!.url, timeout_ms: 200, key_prefix: `it${prefixCounter++}:` },
+          : { kind: "redis", url: redis.server.url, timeout_ms: 200, key_prefix: `it${prefixCounter++}:` },
     },
     health: { probe_interval_seconds: 0.1, probe_timeout_seconds: 0.2, failures_to_mark_down: 3 },
   };
@@ -119,7 +110,7 @@ async function scenario(f: Replicas): Promise<Tally & { brokenBeforeRestart: num
   return { ...tally, brokenBeforeRestart, heldByDead: heldByDead.length };
 }
 
-describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
+describe.skipIf(redis.skip)("replicas sharing bindings in redis", () => {
   it("keeps every turn on the session's previous engine except forced moves, and counts broken once", async () => {
     const f = await startReplicaProcesses(ENGINES, 3, overrides("redis"));
     fleet = f;
@@ -160,7 +151,7 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
   it("a replica starting with a redis budget store admits on the shared budget from its first request", async () => {
     const budgetStore = {
       kind: "redis",
-      url: redis!.url,
+      url: redis.server.url,
       timeout_ms: 200,
       key_prefix: `start${prefixCounter++}:`,
     };
@@ -210,10 +201,10 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
       }
       return served;
     })();
-    await redis!.kill();
+    await redis.server.kill();
     expect(await traffic).toBe(4 * sessions.length);
     for (const [i, session] of sessions.entries()) await turn(f, i % 3, session);
-    await redis!.restart();
+    await redis.server.restart();
     for (const replica of f.replicas) {
       expect(await replica.runtime.sharedBindings!.connected(10_000)).toBe(true);
       await replica.runtime.sharedBindings!.flush();
@@ -233,7 +224,7 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
   it("holds an agent's token budget across replicas (admission.store redis), not once per replica", async () => {
     const budgetStore = {
       kind: "redis",
-      url: redis!.url,
+      url: redis.server.url,
       timeout_ms: 200,
       key_prefix: `bud${prefixCounter++}:`,
     };
@@ -270,7 +261,7 @@ describe.skipIf(redisTool.skip)("replicas sharing bindings in redis", () => {
   it("sends the budget reservation alongside the binding lookup, not after its answer", async () => {
     const budgetStore = {
       kind: "redis",
-      url: redis!.url,
+      url: redis.server.url,
       timeout_ms: 200,
       key_prefix: `ovl${prefixCounter++}:`,
     };

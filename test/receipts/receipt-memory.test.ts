@@ -1,7 +1,6 @@
 // One contract for both receipt memories (in-process and Redis), plus the in-process bounds and Redis failing open.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/core/clock.js";
-import { RedisLink } from "../../src/store/redis-link.js";
 import {
   InMemoryReceipts,
   RECENT_RECEIPTS,
@@ -10,11 +9,11 @@ import {
 } from "../../src/receipts/receipt-memory.js";
 import { RECEIPT_SCRIPTS, RedisReceipts } from "../../src/receipts/redis-receipts.js";
 import type { Receipt, TurnRecord } from "../../src/receipts/receipt-rules.js";
-import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { quietRedisLink, useRedisServer } from "../helpers/redis-server.js";
 
-const quietLogger = { warn: () => undefined, info: () => undefined };
-const redisTool = redisAvailable();
-let redis: RedisServer | undefined;
+const redis = useRedisServer(async () => {
+  for (const memory of opened) await memory.close();
+});
 const opened: ReceiptMemory[] = [];
 let prefixCounter = 0;
 
@@ -41,18 +40,11 @@ function receipt(atMs: number): Receipt {
   };
 }
 
-async function redisMemories(n: number, url = redis!.url): Promise<ReceiptMemory[]> {
+async function redisMemories(n: number, url = redis.server.url): Promise<ReceiptMemory[]> {
   const keyPrefix = `r${prefixCounter++}:`;
   const memories: RedisReceipts[] = [];
   for (let i = 0; i < n; i++) {
-    const link = new RedisLink({
-      url,
-      timeoutMs: 200,
-      name: "receipts",
-      scripts: RECEIPT_SCRIPTS,
-      logger: quietLogger,
-      health: { up: () => undefined, error: () => undefined },
-    });
+    const link = quietRedisLink(url, RECEIPT_SCRIPTS, 200, "receipts");
     const memory = new RedisReceipts(link, keyPrefix, 60_000);
     opened.push(memory);
     memories.push(memory);
@@ -70,17 +62,8 @@ const kinds = [
       return Promise.resolve(Array.from({ length: n }, () => memory));
     },
   },
-  { name: "redis", skip: redisTool.skip, replicas: (n: number) => redisMemories(n) },
+  { name: "redis", skip: redis.skip, replicas: (n: number) => redisMemories(n) },
 ];
-
-beforeAll(async () => {
-  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
-}, 30_000);
-
-afterAll(async () => {
-  for (const memory of opened) await memory.close();
-  await redis?.stop();
-});
 
 describe.each(kinds)("receipt memory contract: $name", ({ skip, replicas }) => {
   it.skipIf(skip)(
@@ -127,7 +110,7 @@ describe("InMemoryReceipts", () => {
 });
 
 describe("RedisReceipts", () => {
-  it.skipIf(redisTool.skip)(
+  it.skipIf(redis.skip)(
     "fails open: with Redis unreachable a read answers undefined and a write is dropped",
     async () => {
       const [memory] = await redisMemories(1, "redis://127.0.0.1:1/0");
@@ -137,7 +120,7 @@ describe("RedisReceipts", () => {
     },
   );
 
-  it.skipIf(redisTool.skip)("reads a stored value it does not understand as no entry", async () => {
+  it.skipIf(redis.skip)("reads a stored value it does not understand as no entry", async () => {
     const [memory] = await redisMemories(1);
     memory!.write("s", { last: { bogus: true }, receipts: [] } as never);
     await memory!.flush();

@@ -1,21 +1,14 @@
 // Receipts across three gateway replicas: with the Redis store every replica reads the turn another one served,
 // so a session's receipts are the same whichever replica serves each turn (in-process memory cannot be).
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { describe, expect, it } from "vitest";
+import { useRedisServer } from "../helpers/redis-server.js";
 import { startReplicas, type ReplicaFleet } from "../helpers/replicas.js";
 import { SYSTEM, extend, reusableOf, tokensOf, turn, type Message, type Receipted } from "./helpers.js";
 
-const redisTool = redisAvailable();
-let redis: RedisServer | undefined;
-let fleet: ReplicaFleet | undefined;
-
-beforeAll(async () => {
-  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
-}, 30_000);
-afterAll(async () => {
+const redis = useRedisServer(async () => {
   await fleet?.close();
-  await redis?.stop();
 });
+let fleet: ReplicaFleet | undefined;
 
 /** Six turns of one session, turn i on replica i % 3; each turn's receipt and the one before it. */
 async function sixTurns(f: ReplicaFleet, session: string): Promise<Receipted[]> {
@@ -30,11 +23,13 @@ async function sixTurns(f: ReplicaFleet, session: string): Promise<Receipted[]> 
 }
 
 describe("receipts across replicas", () => {
-  it.skipIf(redisTool.skip)(
+  it.skipIf(redis.skip)(
     "with Redis: every turn after the first reuses the previous one, whichever replica serves it",
     async () => {
       fleet = await startReplicas(["e-0", "e-1", "e-2"], 3, {
-        affinity: { store: { kind: "redis", url: redis!.url, timeout_ms: 500, key_prefix: "receipts-it:" } },
+        affinity: {
+          store: { kind: "redis", url: redis.server.url, timeout_ms: 500, key_prefix: "receipts-it:" },
+        },
       });
       const turns = await sixTurns(fleet, "across");
       expect(turns[0]!.receipt.lost_cause).toBe("new_session");

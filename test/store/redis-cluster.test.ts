@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BINDING_SCRIPTS, RedisBindings } from "../../src/affinity/redis-bindings.js";
 import { RedisLink } from "../../src/store/redis-link.js";
 import { findRedisCli, startRedisCluster, type RedisCluster } from "../helpers/redis-cluster.js";
-import { redisAvailable } from "../helpers/redis-server.js";
+import { quietRedisLink, redisAvailable } from "../helpers/redis-server.js";
 
 const redisTool = redisAvailable();
 const cliPath = findRedisCli();
@@ -19,14 +19,7 @@ beforeAll(async () => {
   cluster = await startRedisCluster(redisTool.path!, cliPath!);
   client = new Cluster([{ host: "127.0.0.1", port: cluster.ports[0]! }]);
   // The store's link to one node: only to build the script calls the store would send (never run on it).
-  link = new RedisLink({
-    url: `redis://127.0.0.1:${cluster.ports[0]}`,
-    timeoutMs: 1000,
-    name: "bindings",
-    scripts: BINDING_SCRIPTS,
-    logger: { warn: () => undefined, info: () => undefined },
-    health: { up: () => undefined, error: () => undefined },
-  });
+  link = quietRedisLink(`redis://127.0.0.1:${cluster.ports[0]}`, BINDING_SCRIPTS, 1000, "bindings");
 }, 60_000);
 
 afterAll(async () => {

@@ -1,19 +1,10 @@
 // The fail-open Redis link against a real redis-server: commands of one event-loop turn leave in one write.
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LuaScript, RedisLink } from "../../src/store/redis-link.js";
-import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { describe, expect, it } from "vitest";
+import { LuaScript } from "../../src/store/redis-link.js";
+import { quietRedisLink, useRedisServer } from "../helpers/redis-server.js";
 
-const redisTool = redisAvailable();
-let redis: RedisServer | undefined;
-
-beforeAll(async () => {
-  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
-}, 30_000);
-
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 const INCR = new LuaScript("return redis.call('INCR', KEYS[1])", 1);
 
@@ -22,17 +13,10 @@ async function readsProcessed(admin: Redis): Promise<number> {
   return Number(/total_reads_processed:(\d+)/.exec(await admin.info("stats"))![1]);
 }
 
-describe.skipIf(redisTool.skip)("redis link", () => {
+describe.skipIf(redis.skip)("redis link", () => {
   it("sends the commands issued in one turn of the event loop in one write, in order", async () => {
-    const link = new RedisLink({
-      url: redis!.url,
-      timeoutMs: 2000,
-      name: "test",
-      scripts: [INCR],
-      logger: { warn: () => undefined, info: () => undefined },
-      health: { up: () => undefined, error: () => undefined },
-    });
-    const admin = new Redis(redis!.url);
+    const link = quietRedisLink(redis.server.url, [INCR], 2000);
+    const admin = new Redis(redis.server.url);
     try {
       expect(await link.connected(10_000)).toBe(true);
       const before = await readsProcessed(admin); // this INFO is one read of its own

@@ -1,21 +1,12 @@
 // The one write-behind queue against a real redis-server: in order, queued while Redis is away, replayed once back.
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LuaScript, RedisLink } from "../../src/store/redis-link.js";
 import { WriteBehind } from "../../src/store/write-behind.js";
-import { redisAvailable, startRedisServer, type RedisServer } from "../helpers/redis-server.js";
+import { quietRedisLink, useRedisServer } from "../helpers/redis-server.js";
 import { eventsOf, waitUntil } from "../helpers/wait.js";
 
-const redisTool = redisAvailable();
-let redis: RedisServer | undefined;
-
-beforeAll(async () => {
-  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
-}, 30_000);
-
-afterAll(async () => {
-  await redis?.stop();
-});
+const redis = useRedisServer();
 
 /** Appends ARGV[1] to the list KEYS[1]; replies with the list's new length. */
 const APPEND = new LuaScript("return redis.call('RPUSH', KEYS[1], ARGV[1])", 1);
@@ -38,17 +29,10 @@ function queueOn(link: RedisLink, maxPending: number) {
   return { writes, queued, written };
 }
 
-describe.skipIf(redisTool.skip)("write-behind queue", () => {
+describe.skipIf(redis.skip)("write-behind queue", () => {
   it("sends writes in order without waiting, and reports each reply", async () => {
-    const link = new RedisLink({
-      url: redis!.url,
-      timeoutMs: 2000,
-      name: "test",
-      scripts: [APPEND],
-      logger: { warn: () => undefined, info: () => undefined },
-      health: { up: () => undefined, error: () => undefined },
-    });
-    const admin = new Redis(redis!.url);
+    const link = quietRedisLink(redis.server.url, [APPEND], 2000);
+    const admin = new Redis(redis.server.url);
     try {
       expect(await link.connected(10_000)).toBe(true);
       const { writes, queued, written } = queueOn(link, 10);
@@ -69,15 +53,8 @@ describe.skipIf(redisTool.skip)("write-behind queue", () => {
   });
 
   it("queues while Redis is away (told once per write, the oldest dropped past the cap) and replays in order", async () => {
-    const link = new RedisLink({
-      url: redis!.url,
-      timeoutMs: 2000,
-      name: "test",
-      scripts: [APPEND],
-      logger: { warn: () => undefined, info: () => undefined },
-      health: { up: () => undefined, error: () => undefined },
-    });
-    const admin = new Redis(redis!.url, { lazyConnect: true });
+    const link = quietRedisLink(redis.server.url, [APPEND], 2000);
+    const admin = new Redis(redis.server.url, { lazyConnect: true });
     try {
       expect(await link.connected(10_000)).toBe(true);
       const { writes, queued, written } = queueOn(link, 3);
@@ -85,12 +62,12 @@ describe.skipIf(redisTool.skip)("write-behind queue", () => {
         eventsOf(link.client, "close"),
         eventsOf(link.client, "error"),
       ]);
-      await redis!.kill();
+      await redis.server.kill();
       await down;
       for (const value of ["1", "2", "3", "4"]) writes.submit({ key: "replayed", value });
       expect(writes.size).toBe(3); // "1" dropped: the cap is 3
       expect(queued).toEqual(["1", "2", "3", "4"]);
-      await redis!.restart(); // empty
+      await redis.server.restart(); // empty
       expect(await link.connected(10_000)).toBe(true);
       await writes.flush();
       expect(writes.size).toBe(0);

@@ -1,25 +1,18 @@
 // Attained service shared by replicas through a real Redis: totals add up, decay on the callers' clock, fail open.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { AttainedService } from "../../../src/admission/flow-queue/attained-service.js";
 import { RedisAttainedService } from "../../../src/admission/flow-queue/redis-attained-service.js";
 import { ManualClock, ManualTimers } from "../../../src/core/clock.js";
-import { redisAvailable, startRedisServer, type RedisServer } from "../../helpers/redis-server.js";
+import { useRedisServer } from "../../helpers/redis-server.js";
 
-const redisTool = redisAvailable();
-let redis: RedisServer | undefined;
+const redis = useRedisServer();
 let prefixes = 0;
 const opened: RedisAttainedService[] = [];
 const quietLogger = { warn: () => undefined, info: () => undefined };
 const HALF_LIFE_MS = 60_000;
 
-beforeAll(async () => {
-  if (!redisTool.skip) redis = await startRedisServer(redisTool.path!);
-});
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((s) => s.close()));
-});
-afterAll(async () => {
-  await redis?.stop();
 });
 
 /** Replicas on one clock, each with its own local service and link; syncs run only when a test calls them. */
@@ -38,7 +31,7 @@ async function replicas(
         syncIntervalMs: 1000,
         halfLifeMs: HALF_LIFE_MS,
         link: {
-          url: redis!.url,
+          url: redis.server.url,
           timeoutMs: 200,
           logger: quietLogger,
           health: { up: () => undefined, error: () => undefined },
@@ -54,7 +47,7 @@ async function replicas(
   return out;
 }
 
-describe.skipIf(redisTool.skip)("attained service shared through Redis", () => {
+describe.skipIf(redis.skip)("attained service shared through Redis", () => {
   it("adds the replicas' service up and decays it on the callers' clock", async () => {
     const clock = new ManualClock(1_000_000);
     const [a, b] = await replicas(2, clock);
@@ -72,11 +65,11 @@ describe.skipIf(redisTool.skip)("attained service shared through Redis", () => {
   it("goes on with its own counts while Redis is away and adds them when it is back", async () => {
     const clock = new ManualClock(0);
     const [a, b] = await replicas(2, clock);
-    await redis!.kill();
+    await redis.server.kill();
     a!.local.charge("y", 300);
     await a!.shared.sync(); // fails open: kept for the next sync
     expect(a!.local.value("y")).toBe(300);
-    await redis!.restart();
+    await redis.server.restart();
     expect(await a!.shared.connected(10_000)).toBe(true);
     expect(await b!.shared.connected(10_000)).toBe(true);
     await a!.shared.sync();
