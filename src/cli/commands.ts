@@ -1,6 +1,7 @@
 // Every subcommand of agent-serve, in the order `--help` lists them. Each is loaded only when it runs: a
 // gateway process then never loads the simulator, the studies or the agent fleet (a faster start and a
 // smaller heap), and `--help` loads none of them.
+import { STUDY_NAMES } from "../study/study-names.js";
 import type { Command } from "./command.js";
 
 export interface CommandEntry {
@@ -33,8 +34,7 @@ export const commands: readonly CommandEntry[] = [
   },
   {
     name: "study",
-    summary:
-      "run a load study (affinity, saturation, failure, sessions, hotspot, sessionless, replicas) and write its report",
+    summary: `run a load study (${STUDY_NAMES.join(", ")}) and write its report`,
     load: async () => (await import("../study/command.js")).studyCommand,
   },
   {

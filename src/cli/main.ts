@@ -20,7 +20,7 @@ function topHelp(list: readonly CommandEntry[]): string {
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === "--version" || name === "-V") {
+  if (name === "--version" || name === "-V" || name === "-v") {
     process.stdout.write(`agent-serve ${packageVersion()}\n`);
     return 0;
   }
@@ -44,9 +44,9 @@ async function main(argv: string[]): Promise<number> {
     return await command.run(rest);
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(
-        `agent-serve ${name}: ${err.message} (run 'agent-serve ${name} --help' for usage)\n`,
-      );
+      // Node's parseArgs capitalises its messages ("Unknown option"); every other message here is lower case.
+      const message = err.message.charAt(0).toLowerCase() + err.message.slice(1);
+      process.stderr.write(`agent-serve ${name}: ${message} (run 'agent-serve ${name} --help' for usage)\n`);
       return 2;
     }
     throw new CommandFailed(name, err);

@@ -65,3 +65,8 @@ export function pct(fraction: number): string {
 export function sec(value: number): string {
   return Number.isNaN(value) ? "-" : value.toFixed(value < 1 ? 3 : 2);
 }
+
+/** A count the one way every report writes counts: with thousands separators ("10,504,080"); "-" for NaN. */
+export function count(value: number): string {
+  return Number.isNaN(value) ? "-" : value.toLocaleString("en-US", { maximumFractionDigits: 2 });
+}

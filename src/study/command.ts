@@ -3,8 +3,10 @@ import { parseArgs } from "node:util";
 import { UsageError, type Command } from "../cli/command.js";
 import { terminalProgress, type StudyOptions } from "./progress.js";
 import { withReceiptTable } from "./receipt-table.js";
-import { markdownTable, writeRun } from "./report-writer.js";
+import { checkLine, markdownTable, writeRun } from "./report-writer.js";
 import type { StudyResult } from "./result.js";
+import { writeSeedSpread } from "./seed-spread.js";
+import { STUDY_NAMES, type StudyName } from "./study-names.js";
 import { runAffinityStudy } from "./studies/affinity.js";
 import { runAgentsStudy } from "./studies/agents.js";
 import { runFailureStudy } from "./studies/failure.js";
@@ -21,7 +23,8 @@ interface StudyDefinition {
   defaultTimeScale: number;
 }
 
-export const STUDIES: Record<string, StudyDefinition> = {
+/** Every study of STUDY_NAMES (the type makes the two lists agree), in the order `all` runs them. */
+export const STUDIES: Record<StudyName, StudyDefinition> = {
   affinity: { run: runAffinityStudy, defaultTimeScale: 5 },
   saturation: { run: runSaturationStudy, defaultTimeScale: 10 },
   failure: { run: runFailureStudy, defaultTimeScale: 1 },
@@ -33,12 +36,14 @@ export const STUDIES: Record<string, StudyDefinition> = {
   fairness: { run: runFairnessStudy, defaultTimeScale: 10 },
 };
 
-const HELP = `usage: agent-serve study [NAME] [--gateway URL] [--engines sim|real] [--seed N] [--time-scale X] [--out DIR]
-                         [--quick]
+const HELP = `usage: agent-serve study [NAME] [--gateway URL] [--engines sim|real] [--seed N] [--seeds N]
+                         [--time-scale X] [--out DIR] [--quick] [--strict]
 
-Runs a load study and prints its results; writes summary.json, requests.csv, report.md and SVG charts
-to DIR/<run-id>/. Without --gateway it starts its own simulated engines and gateway in this process,
-fresh for every condition. Exits 1 when one of the study's checks fails.
+Runs a load study and prints its verdict, tables and checks; writes summary.json, requests.csv,
+report.md and SVG charts to DIR/<run-id>/. Without --gateway it starts its own simulated engines and
+gateway in this process, fresh for every condition. Progress goes to stderr (a bar on a terminal,
+a line per quarter of each condition otherwise). Exits 0 when the study ran, whatever it found: a goal
+not met is a finding ('goal NOT met'), not an error; 1 when it could not run (2: bad usage).
 
 studies:
   affinity     (default) the original's Study 2: affinity ON (12 x 6) vs OFF (72 fresh ids) vs TTL 0
@@ -64,16 +69,50 @@ flags:
                       ('agent-serve engine' with its generated model, node-llama-cpp needed), in
                       wall-clock time (time scale 1), with shorter replies; affinity only
       --seed N        workload seed (default 42): same seed, same prompts and session order
+      --seeds N       run it N times, seeds N, N+1, ...; each run writes its own report, then
+                      DIR/<name>-...-seeds<N>/spread.md gives min / median / max per condition
+                      and in how many seeds each check held (default 1)
       --time-scale X  simulated engine time per wall time (default per study: affinity 5,
                       saturation 10, sessions 8, failure 1,
                       hotspot 10, sessionless 10, replicas 10, agents 10, fairness 10); latencies are reported in engine time
       --out DIR       where run directories go (default studies/results)
       --quick         small counts (a few seconds per study), for smoke tests
+      --strict        exit 1 when any check or goal is not met (for CI that gates on a study)
       --shared-system-prompt
                       affinity and saturation: one system prompt for all sessions (as one agent
                       application) instead of one per session; then every engine soon holds it,
                       whatever the placement, and only the conversation history depends on affinity
   -h, --help          this text`;
+
+/** The command line that repeats one run: this study, this seed, the other flags as given. */
+function reproduceCommand(argv: readonly string[], studyName: string, seed: number): string {
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--seed" || arg === "--seeds") i++;
+    else if (!arg.startsWith("--seed=") && !arg.startsWith("--seeds=") && arg !== "all" && !(arg in STUDIES))
+      rest.push(arg);
+  }
+  return ["agent-serve study", studyName, ...rest, "--seed", String(seed)].join(" ");
+}
+
+/** What the terminal shows of a finished run: the verdict first, two tables, every check, the report's path. */
+export function studyOutcome(result: StudyResult, dir: string): string {
+  const lines = [`\n# ${result.title}\n`];
+  if (result.verdict !== undefined) lines.push(`Verdict: ${result.verdict}\n`);
+  for (const table of result.tables.slice(0, 2)) lines.push(`${table.title}\n\n${markdownTable(table)}\n`);
+  for (const check of result.checks) lines.push(checkLine(check));
+  const unmet = result.checks.filter((c) => !c.passed).length;
+  lines.push(
+    "",
+    unmet === 0
+      ? `All ${result.checks.length} checks held.`
+      : `${unmet} of ${result.checks.length} checks did not hold: findings of this run, not errors (--strict makes them exit 1).`,
+    `report: ${dir}/report.md`,
+    "",
+  );
+  return lines.join("\n");
+}
 
 function runId(name: string, seed: number, now: Date): string {
   const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
@@ -93,6 +132,8 @@ export const studyCommand: Command = {
           gateway: { type: "string" },
           engines: { type: "string", default: "sim" },
           seed: { type: "string", default: "42" },
+          seeds: { type: "string", default: "1" },
+          strict: { type: "boolean", default: false },
           "time-scale": { type: "string" },
           out: { type: "string", default: "studies/results" },
           quick: { type: "boolean", default: false },
@@ -105,10 +146,15 @@ export const studyCommand: Command = {
     const { values, positionals } = parsed;
     if (positionals.length > 1) throw new UsageError("give at most one study name");
     const name = positionals[0] ?? "affinity";
-    const names = name === "all" ? Object.keys(STUDIES) : [name];
-    if (!names.every((n) => n in STUDIES)) throw new UsageError(`unknown study '${name}'`);
+    const isStudy = (n: string): n is StudyName => (STUDY_NAMES as readonly string[]).includes(n);
+    if (name !== "all" && !isStudy(name))
+      throw new UsageError(`unknown study '${name}' (the studies: ${STUDY_NAMES.join(", ")}, all)`);
+    const names: readonly StudyName[] = name === "all" ? STUDY_NAMES : [name as StudyName];
     const seed = Number(values.seed);
     if (!Number.isInteger(seed) || seed < 0) throw new UsageError("--seed must be a non-negative integer");
+    const seedCount = Number(values.seeds);
+    if (!Number.isInteger(seedCount) || seedCount < 1 || seedCount > 100)
+      throw new UsageError("--seeds must be an integer from 1 to 100");
     const timeScale = values["time-scale"] === undefined ? undefined : Number(values["time-scale"]);
     if (timeScale !== undefined && !(timeScale > 0))
       throw new UsageError("--time-scale must be a positive number");
@@ -128,36 +174,43 @@ export const studyCommand: Command = {
 
     let allPassed = true;
     for (const studyName of names) {
-      const study = STUDIES[studyName]!;
-      const startedAt = new Date();
-      const id = runId(studyName, seed, startedAt);
-      // Every report shows engine reuse, tokens lost by cause and TTFT next to binding hits (route receipts).
-      const result = withReceiptTable(
-        await study.run({
-          seed,
-          timeScale: engines === "real" ? 1 : (timeScale ?? study.defaultTimeScale),
-          engines,
-          quick: values.quick,
-          sharedSystemPrompt: values["shared-system-prompt"],
+      const study = STUDIES[studyName];
+      const runs: StudyResult[] = [];
+      for (let i = 0; i < seedCount; i++) {
+        const runSeed = seed + i;
+        const startedAt = new Date();
+        const id = runId(studyName, runSeed, startedAt);
+        if (seedCount > 1) process.stderr.write(`${studyName}: seed ${runSeed} (${i + 1} of ${seedCount})\n`);
+        // Every report shows engine reuse, tokens lost by cause and TTFT next to binding hits (route receipts).
+        const result = withReceiptTable(
+          await study.run({
+            seed: runSeed,
+            timeScale: engines === "real" ? 1 : (timeScale ?? study.defaultTimeScale),
+            engines,
+            quick: values.quick,
+            sharedSystemPrompt: values["shared-system-prompt"],
+            runId: id,
+            progress: terminalProgress(),
+            ...(values.gateway === undefined ? {} : { gatewayUrl: values.gateway }),
+          }),
+        );
+        const dir = await writeRun(values.out, result, {
           runId: id,
-          progress: terminalProgress(),
-          ...(values.gateway === undefined ? {} : { gatewayUrl: values.gateway }),
-        }),
-      );
-      const dir = await writeRun(values.out, result, {
-        runId: id,
-        command: `agent-serve study ${argv.join(" ") || studyName}`.trim(),
-        startedAt,
-        durationSeconds: (Date.now() - startedAt.getTime()) / 1000,
-      });
-      process.stdout.write(`\n# ${result.title}\n\n`);
-      for (const table of result.tables.slice(0, 2))
-        process.stdout.write(`${table.title}\n\n${markdownTable(table)}\n\n`);
-      for (const check of result.checks)
-        process.stdout.write(`${check.passed ? "PASS" : "FAIL"}  ${check.claim}: ${check.detail}\n`);
-      process.stdout.write(`\nreport: ${dir}/report.md\n`);
-      allPassed &&= result.checks.every((c) => c.passed);
+          command: reproduceCommand(argv, studyName, runSeed),
+          startedAt,
+          durationSeconds: (Date.now() - startedAt.getTime()) / 1000,
+        });
+        process.stdout.write(studyOutcome(result, dir));
+        allPassed &&= result.checks.every((c) => c.passed);
+        runs.push(result);
+      }
+      if (runs.length > 1) {
+        const spread = await writeSeedSpread(values.out, runs, runId(studyName, seed, new Date()));
+        process.stdout.write(spread.text);
+      }
     }
+    // The study ran: what it found is reported above, and only --strict turns an unmet check into a failure.
+    if (!values.strict) return 0;
     return allPassed ? 0 : 1;
   },
 };

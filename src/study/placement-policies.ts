@@ -149,10 +149,11 @@ export function cacheChart(
       yLabel: "% of prompt tokens cached",
       series: workloads.map((w) => w.name),
       groups: policies.map((p) => ({
-        label: p.name,
+        label: p.label,
         values: workloads.map(
           (w) =>
-            ((byWorkload.get(w.name) ?? []).find((r) => r.policy === p.name)?.prefixCacheHitRate ?? 0) * 100,
+            ((byWorkload.get(w.name) ?? []).find((r) => r.policy === p.name)?.prefixCacheHitRate ??
+              Number.NaN) * 100,
         ),
       })),
       yMax: 100,

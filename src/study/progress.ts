@@ -1,4 +1,4 @@
-// A one-line progress bar on a terminal (stderr); silent when stderr is not a TTY (CI, pipes, tests).
+// What a running study says on stderr: a one-line progress bar on a terminal, plain lines otherwise (CI, pipes).
 import type { EngineKind } from "./environment.js";
 
 export interface Progress {
@@ -9,8 +9,43 @@ export interface Progress {
 
 export const silentProgress: Progress = { start() {}, tick() {}, done() {} };
 
+/** Plain lines (not a TTY) at these fractions of a step: a log stays short and still shows the study moving. */
+const PLAIN_STEPS = 4;
+
+/** One line when a step starts, at each quarter of it, and when it ends (with the failures so far). */
+export function plainProgress(write: (line: string) => void): Progress {
+  let label = "";
+  let total = 0;
+  let count = 0;
+  let failures = 0;
+  let reported = 0;
+  const status = (): string => `${count}/${total}${failures > 0 ? ` (${failures} failed)` : ""}`;
+  return {
+    start(nextLabel, nextTotal) {
+      label = nextLabel;
+      total = nextTotal;
+      count = 0;
+      failures = 0;
+      reported = 0;
+      write(`${label}: started, ${total} to go\n`);
+    },
+    tick(failed) {
+      count++;
+      if (failed) failures++;
+      const step = total === 0 ? 0 : Math.floor((count / total) * PLAIN_STEPS);
+      if (step > reported && count < total) {
+        reported = step;
+        write(`${label}: ${status()}\n`);
+      }
+    },
+    done() {
+      write(`${label}: done, ${status()}\n`);
+    },
+  };
+}
+
 export function terminalProgress(stream: NodeJS.WriteStream = process.stderr): Progress {
-  if (!stream.isTTY) return silentProgress;
+  if (!stream.isTTY) return plainProgress((line) => stream.write(line));
   let label = "";
   let total = 0;
   let count = 0;

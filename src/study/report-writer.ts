@@ -3,7 +3,8 @@ import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { cpus, totalmem } from "node:os";
 import { join } from "node:path";
-import type { StudyResult, Table } from "./result.js";
+import { count } from "./analysis.js";
+import type { Check, StudyResult, Table } from "./result.js";
 import type { RequestRecord } from "./session-runner.js";
 
 export interface RunInfo {
@@ -61,8 +62,25 @@ export function requestsCsv(records: readonly RequestRecord[]): string {
   return lines.join("\n") + "\n";
 }
 
+/** A check as reports and the terminal show it: a goal is met or not (a finding), any other claim passes or fails. */
+export function checkLine(check: Check): string {
+  const claim = check.claim.startsWith(GOAL_PREFIX) ? check.claim.slice(GOAL_PREFIX.length) : check.claim;
+  return `${checkOutcome(check)}: ${claim} (${check.detail})`;
+}
+
+/** "goal met" / "goal NOT met" for a goal, "PASS" / "FAIL" for any other claim. */
+export function checkOutcome(check: Check): string {
+  if (check.claim.startsWith(GOAL_PREFIX)) return check.passed ? "goal met" : "goal NOT met";
+  return check.passed ? "PASS" : "FAIL";
+}
+
+/** Claims that open with this are goals the study measures against, not properties it asserts. */
+export const GOAL_PREFIX = "goal: ";
+
 export function markdownTable(table: Table): string {
-  const escape = (cell: string | number): string => String(cell).replace(/\|/g, "\\|");
+  // Numbers one way in every table: counts with thousands separators.
+  const escape = (cell: string | number): string =>
+    (typeof cell === "number" ? count(cell) : cell).replace(/\|/g, "\\|");
   return [
     `| ${table.columns.map(escape).join(" | ")} |`,
     `| ${table.columns.map(() => "---").join(" | ")} |`,
@@ -75,6 +93,7 @@ export function reportMarkdown(result: StudyResult, run: RunInfo): string {
   const lines = [
     `# ${result.title}`,
     "",
+    ...(result.verdict === undefined ? [] : [`**Verdict:** ${result.verdict}`, ""]),
     result.description,
     "",
     `Run \`${run.runId}\`, ${run.startedAt.toISOString()}, ${run.durationSeconds.toFixed(1)} s wall clock. ` +
@@ -88,8 +107,7 @@ export function reportMarkdown(result: StudyResult, run: RunInfo): string {
   for (const table of result.tables) lines.push(`## ${table.title}`, "", markdownTable(table), "");
   if (result.checks.length > 0) {
     lines.push("## Checks", "");
-    for (const check of result.checks)
-      lines.push(`- ${check.passed ? "PASS" : "FAIL"}: ${check.claim} (${check.detail})`);
+    for (const check of result.checks) lines.push(`- ${checkLine(check)}`);
     lines.push("");
   }
   for (const chart of result.charts)
@@ -111,6 +129,7 @@ export function summaryJson(result: StudyResult, run: RunInfo): string {
       configHash: configHash(result.configs),
       node: process.version,
       machine: machineDescription(),
+      verdict: result.verdict ?? null,
       checks: result.checks,
       notes: result.notes,
       results: result.data,

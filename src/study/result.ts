@@ -24,6 +24,8 @@ export interface StudyResult {
   study: string;
   title: string;
   description: string;
+  /** What the study found, in a sentence or two, whichever way it came out: leads the report and the terminal. */
+  verdict?: string;
   seed: number;
   timeScale: number;
   /** The gateway config(s) used, for the config hash in summary.json. */

@@ -436,9 +436,20 @@ export function barChart(spec: BarChartSpec): string {
       const top = Number(num(clampY(Math.max(v, 0))));
       const bottom = Number(num(clampY(Math.min(v, 0))));
       bars.push(tag("rect", { class: "bar", x, y: top, width, height: bottom - top, fill: colour(si) }));
-      if (!Number.isFinite(raw)) return;
-      const label = format(v);
       const cx = x + width / 2;
+      if (!Number.isFinite(raw)) {
+        // No value is not a zero: "-" where the bar would stand, as a report's table shows it.
+        labels.push(
+          text(cx, top - 4, "-", {
+            class: "value missing",
+            "font-size": 10,
+            "text-anchor": "middle",
+            fill: TEXT_COLOUR,
+          }),
+        );
+        return;
+      }
+      const label = format(v);
       const ly = v < 0 ? bottom + 11 : top - 4;
       if (textWidth(label, 10) > barSlot + 2) {
         // Too wide to sit above a narrow bar: run it upward (downward for negatives) along the bar instead.

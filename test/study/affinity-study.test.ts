@@ -31,9 +31,12 @@ describe("affinity study (quick)", () => {
     expect(data["busy_off"]!.receipts.reusableTokens).toBe(data["busy_on"]!.receipts.reusableTokens);
     expect(result.tables[0]!.title).toMatch(/^Does affinity pay\?/);
     // The report says which way it came out.
-    expect(result.description).toMatch(
-      /^The busy fleet (shows what affinity is for|does NOT show a difference)/,
-    );
+    expect(result.verdict).toMatch(/^The busy fleet (shows what affinity is for|does NOT show a difference)/);
+    // Charts name conditions in words, and a number no turn had ("-" in the table) draws no bar.
+    const latency = result.charts.find((c) => c.file === "affinity-latency.svg")!.svg;
+    expect(latency).not.toMatch(/>(busy_on|ttl0)</);
+    expect(latency).toContain("OFF as the original ran it (fresh ids)");
+    expect(latency).not.toMatch(/class="value"[^>]*>0\.00</);
     expect(data["on"]).toMatchObject({ requests: 24, bindingHits: 20, metricsHits: 20, failed: 0 });
     expect(data["off"]).toMatchObject({ requests: 24, bindingHits: 0, metricsHits: 0, failed: 0 });
     expect(data["ttl0"]).toMatchObject({ requests: 24, bindingHits: 0, metricsHits: 0, failed: 0 });

@@ -8,7 +8,12 @@ import {
   type CodingWorkloadSpec,
 } from "../../src/study/coding-workload.js";
 import { silentProgress } from "../../src/study/progress.js";
-import { agentsNumbers, runAgentsStudy, type AgentsNumbers } from "../../src/study/studies/agents.js";
+import {
+  agentsNumbers,
+  agentsVerdict,
+  runAgentsStudy,
+  type AgentsNumbers,
+} from "../../src/study/studies/agents.js";
 
 const SPEC: CodingWorkloadSpec = {
   seed: 7,
@@ -122,6 +127,37 @@ describe("agents numbers", () => {
   });
 });
 
+describe("agents verdict", () => {
+  const numbers = (name: string, label: string, recomputed: number, rate: number) => ({
+    ...agentsNumbers([], [], 1),
+    name,
+    label,
+    recomputedPromptTokens: recomputed,
+    prefixCacheHitRate: rate,
+  });
+
+  it("says whether the signal saved or cost recomputed tokens, and how many goals were missed", () => {
+    const verdict = agentsVerdict(
+      [numbers("client_signals", "signal", 1_000, 0.9), numbers("least_loaded", "least-loaded", 11_000, 0.5)],
+      [
+        { claim: "goal: a", passed: true, detail: "" },
+        { claim: "goal: b", passed: false, detail: "" },
+        { claim: "no failed request", passed: true, detail: "" },
+      ],
+    );
+    expect(verdict).toBe(
+      "The client's session signal served 90.0% of prompt tokens from the cache: 10,000 fewer prompt tokens " +
+        "recomputed than least-loaded (90.9%). 1 of 2 goals not met (see the checks).",
+    );
+    const worse = agentsVerdict(
+      [numbers("client_signals", "signal", 3_000, 0.4), numbers("prefix_only", "prefix", 2_000, 0.6)],
+      [],
+    );
+    expect(worse).toContain("1,000 MORE prompt tokens recomputed than prefix (50.0%)");
+    expect(agentsVerdict([numbers("prefix_only", "prefix", 1, 1)], [])).toBeUndefined();
+  });
+});
+
 describe("agents study (quick)", () => {
   it("runs the three conditions on the same workload; the client's signal keeps each session on one engine", async () => {
     const result = await runAgentsStudy({
@@ -144,5 +180,16 @@ describe("agents study (quick)", () => {
     const invariants = result.checks.filter((c) => !c.claim.startsWith("goal:"));
     expect(invariants.filter((c) => !c.passed)).toEqual([]);
     expect(result.checks.filter((c) => c.claim.startsWith("goal:")).length).toBe(4);
+    // The verdict compares prompt tokens recomputed (one base: the same workload) and says how the goals went.
+    expect(result.verdict).toMatch(
+      /^The client's session signal served \d+\.\d% of prompt tokens from the cache: /,
+    );
+    expect(result.verdict).toMatch(/prompt tokens recomputed than prefix placement only/);
+    expect(result.verdict).toMatch(/(All 4 goals met\.|\d of 4 goals not met \(see the checks\)\.)$/);
+    // Charts name the conditions in words.
+    for (const chart of result.charts) {
+      expect(chart.svg).not.toMatch(/>(client_signals|prefix_only|least_loaded)</);
+      expect(chart.svg).toContain("prefix placement only");
+    }
   }, 60_000);
 });

@@ -68,8 +68,17 @@ describe("receipt table", () => {
     const table = once.tables[0]!;
     expect(table.title).toBe(RECEIPT_TABLE_TITLE);
     const rows = Object.fromEntries(table.rows.map((row) => [row[0], row]));
-    expect(rows["off"]!.slice(2, 7)).toEqual(["66.7%", "26.7%", 1700, 900, "rerouted 800; evicted 100"]);
-    expect(rows["on"]!.slice(4, 7)).toEqual([800, 0, "-"]);
+    // Lost tokens with the base they are a share of; beside them what every condition shares a base for.
+    expect(rows["off"]!.slice(2, 8)).toEqual([
+      "66.7%",
+      "26.7%",
+      "1,700",
+      "900 (52.9%)",
+      "rerouted 800; evicted 100",
+      "2,200",
+    ]);
+    expect(rows["on"]!.slice(4, 7)).toEqual(["800", "0 (0.0%)", "-"]);
     expect(rows["old"]!.slice(4, 7)).toEqual(["-", "-", "-"]);
+    expect(once.notes.some((n) => n.includes("Prompt tokens not from cache"))).toBe(true);
   });
 });

@@ -139,6 +139,9 @@ describe("barChart", () => {
     const weird = barChart({ ...BARS, groups: [{ label: "w", values: [NaN, Infinity] }] });
     assertSane(weird);
     expect(elements(weird, "rect", "bar")).toHaveLength(2);
+    // A missing value is labelled "-", never with a number a reader would take for a measured zero.
+    expect(weird.match(/class="value missing"[^>]*>-</g)).toHaveLength(2);
+    expect(weird).not.toMatch(/class="value"[^>]*>/);
 
     const negative = barChart({ ...BARS, groups: [{ label: "n", values: [-30, 50] }] });
     assertSane(negative);

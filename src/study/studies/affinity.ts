@@ -1,14 +1,14 @@
 // Study 2 of the original: affinity ON vs OFF (fresh ids, as it ran it) vs disabled for real (TTL 0; on real
 // engines also TTL 0 with round-robin placement).
 import type { BalancerName } from "../../affinity/balancers.js";
-import { analyze, pct, sec, type ConditionNumbers } from "../analysis.js";
+import { analyze, count, pct, sec, type ConditionNumbers } from "../analysis.js";
 import { StudyEnvironment, externalTarget, type EngineSpec, type StudyTarget } from "../environment.js";
 import { metricValue, scrapeMetrics } from "../../metrics/prometheus-text.js";
 import type { StudyOptions } from "../progress.js";
 import type { Check, StudyResult, Table } from "../result.js";
 import { runCondition, type RequestRecord } from "../session-runner.js";
 import { barChart } from "../svg-charts.js";
-import { lostByCauseText, receiptNumbers, type ReceiptNumbers } from "../receipt-table.js";
+import { lostByCauseText, lostShareText, receiptNumbers, type ReceiptNumbers } from "../receipt-table.js";
 import { generateWorkload, type WorkloadSpec } from "../workload.js";
 
 export const SMALL_ENGINES: EngineSpec[] = [
@@ -90,6 +90,8 @@ const CONCURRENCY = 6;
 interface ConditionResult extends ConditionNumbers {
   name: string;
   label: string;
+  /** The condition in words, short enough for a chart's axis. */
+  chartLabel: string;
   /** From the gateway's /metrics: hits / (hits + misses) over this condition, tier small. */
   metricsHits: number;
   metricsMisses: number;
@@ -164,6 +166,7 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
       results.push({
         name: condition.name,
         label: `${condition.label}, ${spec.sessions} x ${condition.turns}`,
+        chartLabel: condition.label,
         ...analyze(conditionRecords, target.timeScale),
         receipts: receiptNumbers(conditionRecords),
         metricsHits,
@@ -177,11 +180,9 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
   return {
     study: "affinity",
     title: `Affinity study (the original's Study 2, on ${real ? "real llama.cpp" : "simulated"} engines)`,
-    // The busy comparison's verdict leads the report, whichever way it came out.
+    // The busy comparison's verdict leads the report and the terminal, whichever way it came out.
+    ...verdictOf(busyVerdict(results)),
     description:
-      busyVerdict(results)
-        .map((v) => `${v}\n\n`)
-        .join("") +
       (real
         ? "Two real llama.cpp engines (agent-serve engine: the generated 80M-parameter random-weight model, CPU, " +
           "slots reusing their longest common prefix) in the small tier"
@@ -239,7 +240,7 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
           yLabel: "%",
           series: ["binding hit rate", "engine prefix-cache hit rate"],
           groups: results.map((r) => ({
-            label: r.name,
+            label: r.chartLabel,
             values: [r.bindingHitRate * 100, r.prefixCacheHitRate * 100],
           })),
           yMax: 100,
@@ -253,10 +254,9 @@ export async function runAffinityStudy(options: StudyOptions): Promise<StudyResu
           yLabel: real ? "seconds" : "seconds (simulated)",
           series: ["cold TTFT p50", "warm TTFT p50", "E2E p50"],
           groups: results.map((r) => ({
-            label: r.name,
-            values: [r.coldTtftP50Seconds, r.warmTtftP50Seconds, r.e2eP50Seconds].map((v) =>
-              Number.isNaN(v) ? 0 : v,
-            ),
+            label: r.chartLabel,
+            // A number no turn had (the fresh-ids condition has no warm turn) is no bar: "-" as in the table.
+            values: [r.coldTtftP50Seconds, r.warmTtftP50Seconds, r.e2eP50Seconds],
           })),
           valueFormat: (v) => v.toFixed(2),
         }),
@@ -341,8 +341,8 @@ function busyComparison(results: ConditionResult[]): Table[] {
         r.label,
         pct(r.bindingHitRate),
         pct(r.prefixCacheHitRate),
-        r.receipts.reusableTokens,
-        r.receipts.lostTokens,
+        count(r.receipts.reusableTokens),
+        lostShareText(r.receipts),
         lostByCauseText(r.receipts.lostByCause),
         sec(r.ttftP50Seconds),
         sec(r.ttftP95Seconds),
@@ -351,6 +351,11 @@ function busyComparison(results: ConditionResult[]): Table[] {
       ]),
     },
   ];
+}
+
+/** The verdict member of a result: the sentences joined, none when there is nothing to say. */
+function verdictOf(sentences: string[]): { verdict?: string } {
+  return sentences.length === 0 ? {} : { verdict: sentences.join(" ") };
 }
 
 /** A difference this large in reuse (percentage points) or warm TTFT (ratio) counts as affinity showing. */
@@ -367,7 +372,7 @@ function busyVerdict(results: ConditionResult[]): string[] {
   const numbers =
     `4 engines, ${on.requests / 6} sessions x 6 turns at concurrency ${BUSY_CONCURRENCY}: ` +
     `engine prefix-cache reuse ${pct(on.prefixCacheHitRate)} with affinity vs ${pct(off.prefixCacheHitRate)} without, ` +
-    `${on.receipts.lostTokens.toLocaleString("en-US")} vs ${off.receipts.lostTokens.toLocaleString("en-US")} tokens lost, ` +
+    `${count(on.receipts.lostTokens)} vs ${count(off.receipts.lostTokens)} tokens lost, ` +
     `warm-turn TTFT p50 ${sec(on.warmTtftP50Seconds)} s vs ${sec(off.warmTtftP50Seconds)} s`;
   if (points >= REUSE_DIFFERENCE_POINTS || ttftRatio >= WARM_TTFT_RATIO)
     return [`The busy fleet shows what affinity is for: ${numbers}.`];

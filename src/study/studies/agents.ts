@@ -1,6 +1,6 @@
 // Coding-agent traffic: long growing sessions and sub-agent bursts, placed by the client's own session signal vs
 // by prompt prefix only vs least-loaded.
-import { pct, sec, simSeconds } from "../analysis.js";
+import { count, pct, sec, simSeconds } from "../analysis.js";
 import type { BurstWindow, CodingRecord } from "../coding-runner.js";
 import { runCodingSessions } from "../coding-runner.js";
 import { generateCodingWorkload, type CodingWorkloadSpec } from "../coding-workload.js";
@@ -97,6 +97,8 @@ export interface AgentsNumbers {
   largestPromptTokens: number;
   /** The busiest engine's share of all calls (0.25 is an even spread over four). */
   busiestEngineShare: number;
+  /** Prompt tokens the engines computed rather than read from their cache (the same workload in every condition). */
+  recomputedPromptTokens: number;
 }
 
 function engines(records: readonly CodingRecord[]): Map<string, Set<string>> {
@@ -155,6 +157,7 @@ export function agentsNumbers(
     duringBurstP99OverP50: burstP99 / mainP50,
     largestPromptTokens: Math.max(0, ...ok.map((r) => r.promptTokens)),
     busiestEngineShare: busiestShare(ok),
+    recomputedPromptTokens: ok.reduce((n, r) => n + r.promptTokens - r.cachedTokens, 0),
   };
 }
 
@@ -240,8 +243,10 @@ export async function runAgentsStudy(options: StudyOptions): Promise<StudyResult
     }
   }
   const spec = workloadSpec(options, "");
+  const verdict = agentsVerdict(results, checks);
   return {
     study: "agents",
+    ...(verdict === undefined ? {} : { verdict }),
     title: "Coding agents: the client's session signal vs prefix placement vs least-loaded",
     description:
       `Four qwen2.5-7b engines (max_model_len ${MAX_MODEL_LEN}, max_inflight ${MAX_INFLIGHT}) in one tier; ` +
@@ -267,6 +272,7 @@ export async function runAgentsStudy(options: StudyOptions): Promise<StudyResult
           "failed",
           "prompt tokens from cache",
           "own calls from cache",
+          "prompt tokens recomputed",
           "TTFT p50 / p99",
           "own calls' TTFT p50 / p99",
           "engines per session (own / with sub-agents)",
@@ -280,6 +286,7 @@ export async function runAgentsStudy(options: StudyOptions): Promise<StudyResult
           r.failed,
           pct(r.prefixCacheHitRate),
           pct(r.mainPrefixCacheHitRate),
+          count(r.recomputedPromptTokens),
           `${sec(r.ttftP50Seconds)} / ${sec(r.ttftP99Seconds)}`,
           `${sec(r.mainTtftP50Seconds)} / ${sec(r.mainTtftP99Seconds)}`,
           `${r.enginesPerSessionMean.toFixed(2)} (max ${r.enginesPerSessionMax}) / ${r.enginesPerSessionWithSubagents.toFixed(2)}`,
@@ -298,7 +305,7 @@ export async function runAgentsStudy(options: StudyOptions): Promise<StudyResult
           yLabel: "% of prompt tokens cached",
           series: ["all calls", "sessions' own calls"],
           groups: results.map((r) => ({
-            label: r.name,
+            label: r.label,
             values: [r.prefixCacheHitRate * 100, r.mainPrefixCacheHitRate * 100],
           })),
           yMax: 100,
@@ -312,8 +319,9 @@ export async function runAgentsStudy(options: StudyOptions): Promise<StudyResult
           yLabel: "seconds (simulated)",
           series: ["TTFT p50", "TTFT p99", "others' p99 during bursts"],
           groups: results.map((r) => ({
-            label: r.name,
-            values: [r.ttftP50Seconds, r.ttftP99Seconds, r.duringBurstTtftP99Seconds || 0],
+            label: r.label,
+            // No call during a burst is no bar ("-" in the table), not a p99 of 0.
+            values: [r.ttftP50Seconds, r.ttftP99Seconds, r.duringBurstTtftP99Seconds],
           })),
           valueFormat: (v: number) => v.toFixed(2),
         }),
@@ -328,4 +336,38 @@ export async function runAgentsStudy(options: StudyOptions): Promise<StudyResult
           ],
     data: Object.fromEntries(results.map((r) => [r.name, r])),
   };
+}
+
+/**
+ * What the study found, whichever way it came out: how the client's own signal compares with the others in
+ * prompt tokens recomputed (the same workload under every condition, so the same base), and which goals held.
+ */
+export function agentsVerdict(
+  results: readonly (AgentsNumbers & { name: string; label: string })[],
+  checks: readonly Check[],
+): string | undefined {
+  const signals = results.find((r) => r.name === "client_signals");
+  if (signals === undefined) return undefined;
+  const others = results.filter((r) => r !== signals);
+  const comparisons = others.map((o) => {
+    const saved = o.recomputedPromptTokens - signals.recomputedPromptTokens;
+    const share =
+      o.recomputedPromptTokens === 0 ? "" : ` (${pct(Math.abs(saved) / o.recomputedPromptTokens)})`;
+    return saved >= 0
+      ? `${count(saved)} fewer prompt tokens recomputed than ${o.label}${share}`
+      : `${count(-saved)} MORE prompt tokens recomputed than ${o.label}${share}`;
+  });
+  const goals = checks.filter((c) => c.claim.startsWith("goal: "));
+  const unmet = goals.filter((c) => !c.passed).length;
+  const head =
+    `The client's session signal served ${pct(signals.prefixCacheHitRate)} of prompt tokens from the cache` +
+    (comparisons.length === 0 ? "" : `: ${comparisons.join("; ")}`) +
+    ".";
+  const tail =
+    goals.length === 0
+      ? ""
+      : unmet === 0
+        ? ` All ${goals.length} goals met.`
+        : ` ${unmet} of ${goals.length} goals not met (see the checks).`;
+  return head + tail;
 }

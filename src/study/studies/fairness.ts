@@ -273,7 +273,10 @@ export async function runFairnessStudy(options: StudyOptions): Promise<StudyResu
           title: "Interactive task latency",
           yLabel: "seconds (simulated)",
           series: ["p50", "p95"],
-          groups: results.map((r) => ({ label: r.name, values: [r.programP50Seconds, r.programP95Seconds] })),
+          groups: results.map((r) => ({
+            label: r.label,
+            values: [r.programP50Seconds, r.programP95Seconds],
+          })),
           valueFormat: (v: number) => v.toFixed(1),
         }),
       },

@@ -513,7 +513,7 @@ export async function runHotspotStudy(options: StudyOptions): Promise<StudyResul
       yLabel: "seconds (simulated)",
       series: ["TTFT p50", "TTFT p99", "TTFT p99 ordinary"],
       groups: (byWorkload.get(w.name) ?? []).map((r) => ({
-        label: r.policy,
+        label: r.label,
         values: [r.ttftP50Seconds, r.ttftP99Seconds, r.ordinaryTtftP99Seconds],
       })),
       valueFormat: (v: number) => v.toFixed(2),

@@ -224,7 +224,7 @@ export async function runSessionlessStudy(options: StudyOptions): Promise<StudyR
       yLabel: "seconds (simulated)",
       series: ["TTFT p50", "TTFT p99"],
       groups: (byWorkload.get(w.name) ?? []).map((r) => ({
-        label: r.policy,
+        label: r.label,
         values: [r.ttftP50Seconds, r.ttftP99Seconds],
       })),
       valueFormat: (v: number) => v.toFixed(2),

@@ -157,7 +157,7 @@ export async function runSessionsStudy(options: StudyOptions): Promise<StudyResu
           title: "Real KV reuse per policy",
           yLabel: "% of prompt tokens cached",
           series: ["prefix-cache hit rate"],
-          groups: results.map((r) => ({ label: r.name, values: [r.prefixCacheHitRate * 100] })),
+          groups: results.map((r) => ({ label: r.label, values: [r.prefixCacheHitRate * 100] })),
           yMax: 100,
         }),
       },
@@ -169,7 +169,7 @@ export async function runSessionsStudy(options: StudyOptions): Promise<StudyResu
           yLabel: "seconds (simulated)",
           series: ["TTFT p50", "TTFT p95", "E2E p50"],
           groups: results.map((r) => ({
-            label: r.name,
+            label: r.label,
             values: [r.ttftP50Seconds, r.ttftP95Seconds, r.e2eP50Seconds],
           })),
           valueFormat: (v: number) => v.toFixed(2),

@@ -1,0 +1,14 @@
+// The studies `agent-serve study` runs, by name: listed by `agent-serve --help` without loading any study.
+export const STUDY_NAMES = [
+  "affinity",
+  "saturation",
+  "failure",
+  "sessions",
+  "hotspot",
+  "sessionless",
+  "replicas",
+  "agents",
+  "fairness",
+] as const;
+
+export type StudyName = (typeof STUDY_NAMES)[number];
