@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import type { z } from "zod";
 import { GatewayError } from "../core/errors.js";
+import { closestKey, knownKeysAt } from "./did-you-mean.js";
 import { gatewayConfigSchema, type GatewayConfig } from "./schema.js";
 
 /** A config that cannot be used; `problems` are one line each, every one naming the field's path. */
@@ -29,7 +30,13 @@ export function formatPath(path: readonly PropertyKey[]): string {
 function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === "unrecognized_keys") {
     const where = issue.path.length > 0 ? `${formatPath(issue.path)}.` : "";
-    return issue.keys.map((key) => `${where}${key}: unknown key`).join("\n");
+    const known = knownKeysAt(gatewayConfigSchema, issue.path);
+    return issue.keys
+      .map((key) => {
+        const near = closestKey(key, known);
+        return `${where}${key}: unknown key${near === undefined ? "" : ` (did you mean '${near}'?)`}`;
+      })
+      .join("\n");
   }
   return `${formatPath(issue.path)}: ${issue.message}`;
 }

@@ -248,7 +248,7 @@ describe("bad configs name the path of every problem", () => {
     [
       "an unknown key in a section",
       `${ONE_BACKEND}affinity: { sticky_ttl: 5 }\n`,
-      ["affinity.sticky_ttl: unknown key"],
+      ["affinity.sticky_ttl: unknown key (did you mean 'sticky_ttl_seconds'?)"],
     ],
     [
       "an unknown key in a backend",
