@@ -2,9 +2,11 @@
 # Build:  docker build -t agent-serve:0.1.0 .
 # Try:    docker run --rm -p 127.0.0.1:8000:8000 agent-serve:0.1.0 start --config configs/container.yaml
 #         (the gateway and three simulated engines in this one container; docs/deployment.md)
-# Run:    docker run -p 8000:8000 -v $PWD/my-gateway.yaml:/etc/agent-serve/gateway.yaml:ro agent-serve:0.1.0
-#         (engines at addresses the container can reach: not 127.0.0.1, which is the container's own)
-# Other commands: docker run agent-serve:0.1.0 sim --host 0.0.0.0 --port 8001 (the entrypoint is the CLI).
+# Run:    docker run -p 8000:8000 -e AGENT_SERVE_API_KEYS=<sha256> -v $PWD/my-gateway.yaml:/etc/agent-serve/gateway.yaml:ro agent-serve:0.1.0
+#         (engines at addresses the container can reach: not 127.0.0.1, which is the container's own; off loopback
+#         the gateway needs client keys or server.allow_open: true)
+# Other commands: docker run agent-serve:0.1.0 sim --host 0.0.0.0 --port 8001 (the entrypoint is the CLI);
+#         docker run --rm agent-serve:0.1.0 agent --agents 2 --turns 2 (the demo agent fleet, in the container).
 
 # ---- build: every dependency but the optional llama.cpp engine, then tsc ----------------------------
 FROM node:20-bookworm-slim AS build
@@ -26,8 +28,12 @@ COPY package.json package-lock.json ./
 # left out by this line.
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
-# The self-contained quick start's config (gateway and simulated engines in one container).
-COPY configs/container.yaml ./configs/container.yaml
+# The configs (the container quick start's, the demo's that `agent` and `start` read by default) and the
+# agent fleet's workspace and corpus: every command the image documents runs (docs/deployment.md).
+COPY configs ./configs
+COPY assets ./assets
+# Where `study` and `agent` write their reports by default, writable by the user below.
+RUN mkdir -p studies/results && chown 1000:1000 studies/results
 # The node image's `node` user, by number: Kubernetes' runAsNonRoot can only verify a numeric user.
 USER 1000:1000
 EXPOSE 8000

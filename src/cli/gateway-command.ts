@@ -1,5 +1,6 @@
 // `agent-serve gateway`: the gateway alone, in front of whatever engines the config names.
 import { parseArgs } from "node:util";
+import { openExposureProblem } from "../config/exposure.js";
 import { ConfigError, loadConfigFile } from "../config/load.js";
 import { UsageError, type Command } from "./command.js";
 import { makeLogger, runGatewayUntilSignal } from "./run-gateway.js";
@@ -18,6 +19,10 @@ export const gatewayFlagsHelp = `  -c, --config FILE     gateway config (YAML); 
 environment:
   AGENT_SERVE_PORT         overrides server.port
   AGENT_SERVE_ADMIN_TOKEN  overrides server.admin_token (enables /admin)
+  AGENT_SERVE_API_KEYS     client key hashes added to server.api_keys: SHA256[:AGENT_ID], comma or
+                           space separated ('agent-serve hash-key -' prints a key's hash)
+
+A host other than loopback (127.0.0.1, ::1) needs client API keys, or server.allow_open: true.
 
 signals: SIGINT/SIGTERM stop gracefully (drain within server.shutdown_grace_seconds, exit 0);
 SIGHUP reloads the config file (a bad file is reported and the running config stays).`;
@@ -35,10 +40,16 @@ export function parseGatewayFlags(argv: string[]): { configPath: string; logLeve
   return { configPath: values.config, logLevel: values["log-level"] };
 }
 
-/** Loads the config or prints its problems (exit code 2 through the returned undefined). */
+/**
+ * Loads the config or prints its problems (exit code 2 through the returned undefined), among them a host open
+ * to other machines without client keys (closed by default).
+ */
 export async function loadOrReport(path: string) {
   try {
-    return await loadConfigFile(path);
+    const config = await loadConfigFile(path);
+    const open = openExposureProblem(config);
+    if (open !== undefined) throw new ConfigError(path, [open]);
+    return config;
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`agent-serve: ${err.message}\n`);

@@ -46,6 +46,7 @@ export async function startGatewayProcess(
   // These override the config file: one left in the environment would put every replica on one port.
   delete env["AGENT_SERVE_PORT"];
   delete env["AGENT_SERVE_ADMIN_TOKEN"];
+  delete env["AGENT_SERVE_API_KEYS"];
   const args = [
     ...(FROM_SOURCE ? ["--import", "tsx"] : []),
     CLI_PATH,

@@ -44,6 +44,8 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 export interface EnvOverrides {
   AGENT_SERVE_PORT?: string | undefined;
   AGENT_SERVE_ADMIN_TOKEN?: string | undefined;
+  /** Client key hashes added to server.api_keys: `SHA256[:AGENT_ID]`, separated by commas or white space. */
+  AGENT_SERVE_API_KEYS?: string | undefined;
 }
 
 /** Validates an already-parsed document (YAML or JSON) and applies environment overrides. */
@@ -78,6 +80,18 @@ function applyEnv(document: unknown, source: string, env: EnvOverrides): unknown
   }
   if (env.AGENT_SERVE_ADMIN_TOKEN !== undefined && env.AGENT_SERVE_ADMIN_TOKEN !== "") {
     server["admin_token"] = env.AGENT_SERVE_ADMIN_TOKEN;
+  }
+  const envKeys = (env.AGENT_SERVE_API_KEYS ?? "").split(/[\s,]+/).filter((entry) => entry !== "");
+  if (envKeys.length > 0) {
+    const fileKeys = Array.isArray(server["api_keys"]) ? (server["api_keys"] as unknown[]) : [];
+    // A malformed entry is reported by the schema, as server.api_keys[i].sha256 (the key's hash, not a secret).
+    server["api_keys"] = [
+      ...fileKeys,
+      ...envKeys.map((entry) => {
+        const [sha256, agentId] = entry.split(":", 2);
+        return agentId === undefined || agentId === "" ? { sha256 } : { sha256, agent_id: agentId };
+      }),
+    ];
   }
   return { ...doc, server };
 }

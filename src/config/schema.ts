@@ -115,6 +115,8 @@ const serverSchema = z.strictObject({
   max_connections: positiveInt("a positive integer").optional(),
   /** Client API keys; when any is set, every /v1 request needs `Authorization: Bearer <key>`. */
   api_keys: z.array(apiKeySchema, { error: "must be a list of {sha256, agent_id}" }).default([]),
+  /** Start on a non-loopback host without api_keys (src/config/exposure.ts): only behind something that authenticates. */
+  allow_open: z.boolean({ error: "must be true or false" }).default(false),
   /** Add the last message of each request to its log line (off: prompts are never logged). */
   log_prompts: z.boolean({ error: "must be true or false" }).default(false),
   /** Optional OpenTelemetry tracing over OTLP/HTTP, off by default (src/tracing/config.ts). */

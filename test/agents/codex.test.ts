@@ -1,5 +1,5 @@
 // codex, installed from npm, finishes a scripted task through the gateway offline (loopback-only namespace).
-import { test } from "vitest";
+import { namespaceTest as test } from "../helpers/network-namespace.js";
 import { codex } from "./clis.js";
 import { AGENT_TEST_TIMEOUT_MS, checkAgentTask } from "./task.js";
 

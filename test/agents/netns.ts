@@ -1,5 +1,6 @@
 // A network namespace with loopback only (unshare -n) and child processes started inside it (nsenter).
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import { rootNamespaceUnavailable } from "../helpers/network-namespace.js";
 
 /** How long a process of the rig may run before it is killed (its whole process group). */
 export const DEFAULT_CHILD_TIMEOUT_MS = 180_000;
@@ -55,19 +56,8 @@ export interface Netns {
   close(): Promise<void>;
 }
 
-/**
- * Why the rig cannot run here, or undefined. The tests fail with this message rather than skip: CI runs as
- * root, where unshare, nsenter and ip are present.
- */
-export function netnsUnavailable(): string | undefined {
-  if (process.platform !== "linux") return `network namespaces need Linux (this is ${process.platform})`;
-  if (process.getuid?.() !== 0) return "unshare -n needs root: run the agent tests as root (CI does)";
-  for (const tool of ["unshare", "nsenter", "ip"]) {
-    const found = spawnSync("sh", ["-c", `command -v ${tool}`], { encoding: "utf8" });
-    if (found.status !== 0) return `'${tool}' is not installed (util-linux and iproute2 are needed)`;
-  }
-  return undefined;
-}
+/** Why the rig cannot run here, or undefined (outside CI its tests skip then: test/helpers/network-namespace.ts). */
+export const netnsUnavailable = rootNamespaceUnavailable;
 
 /** Starts the namespace: a holder process inside it that lives until its stdin closes. */
 export async function startNetns(): Promise<Netns> {

@@ -1,5 +1,6 @@
 // Two coding agents with the same prompt side by side: each lands by its own session, not by the shared prefix.
-import { expect, test } from "vitest";
+import { expect } from "vitest";
+import { namespaceTest as test } from "../helpers/network-namespace.js";
 import { codex, TASK_PROMPT } from "./clis.js";
 import { makeAgentDirs, simScript, startAgentRig, type AgentRig } from "./rig.js";
 import { AGENT_TEST_TIMEOUT_MS, describe, expectFinished, expectOneEngine, sessionsOf } from "./task.js";

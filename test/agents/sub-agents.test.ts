@@ -1,6 +1,7 @@
 // Claude Code's sub-agent through the gateway: the parent's thread stays on its engine, the sub-agent is its own thread.
 import { join } from "node:path";
-import { expect, test } from "vitest";
+import { expect } from "vitest";
+import { namespaceTest as test } from "../helpers/network-namespace.js";
 import { claudeCode, TASK_PROMPT } from "./clis.js";
 import { FINAL_TEXT, makeAgentDirs, startAgentRig, taskConversation, type AgentRig } from "./rig.js";
 import { AGENT_TEST_TIMEOUT_MS, describe, expectFinished, expectOneEngine, sessionsOf } from "./task.js";

@@ -2,8 +2,12 @@
 // Docker in a network namespace of their own (as a container has), reached at an address that is not loopback.
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfigFile } from "../../src/config/load.js";
+import { skipWithoutNamespace, userNamespaceUnavailable } from "../helpers/network-namespace.js";
 import { repoPath } from "./base.js";
 import { execForm, parseDockerfile, type Stage } from "./dockerfile.js";
 import type { NamespaceProbe, NamespaceReport } from "./in-namespace.js";
@@ -72,7 +76,10 @@ function imageEnv(): Record<string, string> {
 const CONTAINER_ADDRESS = "10.88.0.2";
 
 /** Network namespaces without privileges (user namespaces): what this test runs the container command in. */
-const canUnshare = spawnSync("unshare", ["-rn", "ip", "link", "set", "lo", "up"]).status === 0;
+const canUnshare = !skipWithoutNamespace(
+  "the container tests that need a network namespace (unshare -rn)",
+  userNamespaceUnavailable(),
+);
 
 /** Runs `args` after the image's entrypoint, in the image's workdir layout, inside a fresh network namespace. */
 function runInNamespace(
@@ -109,13 +116,17 @@ describe("the container quick start (docs/deployment.md)", () => {
   it("the image holds what the quick start runs: the CLI as entrypoint, /app laid out as the repository", () => {
     expect(instruction("WORKDIR")).toEqual(["/app"]);
     expect(execForm(instruction("ENTRYPOINT")[0]!)).toEqual(["node", "dist/src/cli.js"]);
-    expect(instruction("COPY")).toContain("configs/container.yaml ./configs/container.yaml");
+    // configs/ (the quick start's and the demo's configs) and assets/ (the agent fleet's workspace and corpus).
+    expect(instruction("COPY")).toEqual(expect.arrayContaining(["configs ./configs", "assets ./assets"]));
     expect(existsSync(repoPath("dist/src/cli.js")), "npm run build first (npm test does)").toBe(true);
   });
 
   it("its config runs every engine inside the container and listens on every interface of it", async () => {
     const config = await loadConfigFile(repoPath("configs/container.yaml"), {});
     expect(config.server.host).toBe("0.0.0.0");
+    // Open without keys on purpose (published on the host's loopback only), and saying so.
+    expect(config.server.api_keys).toEqual([]);
+    expect(config.server.allow_open).toBe(true);
     for (const backend of config.backends) {
       // `start` runs these in the container itself: only then is the container's loopback theirs.
       expect(backend.simulate, backend.id).toBeDefined();
@@ -155,6 +166,29 @@ describe("the container quick start (docs/deployment.md)", () => {
       expect(report.exitCode).toBe(0);
     },
   );
+
+  it("the documented agent command runs in the image's layout: its config and assets are there", async () => {
+    const run = documentedRuns("Quick start in a container")
+      .map(parseDockerRun)
+      .find((r) => r.args[0] === "agent");
+    expect(run, "a documented `docker run ... agent` line").toBeDefined();
+    const entrypoint = execForm(instruction("ENTRYPOINT")[0]!)!;
+    // Everything the command reads sits where the image's COPY lines put it.
+    for (const copied of ["configs", "assets"]) expect(existsSync(repoPath(copied))).toBe(true);
+    const out = await mkdtemp(join(tmpdir(), "agent-serve-image-agent-"));
+    try {
+      const result = spawnSync(process.execPath, [...entrypoint.slice(1), ...run!.args, "--out", out], {
+        cwd: repoPath(""),
+        env: imageEnv(),
+        encoding: "utf8",
+        timeout: 120_000,
+      });
+      expect(result.status, result.stderr + result.stdout).toBe(0);
+      expect(result.stdout).toContain("report: ");
+    } finally {
+      await rm(out, { recursive: true, force: true });
+    }
+  }, 150_000);
 
   it.skipIf(!canUnshare)("the documented sim command is reachable from outside the container", () => {
     const runs = documentedRuns("Quick start in a container").map(parseDockerRun);
