@@ -105,7 +105,9 @@ describe("the Dockerfile", () => {
         "tsconfig.json",
         "tsconfig.build.json",
         "src",
-        "configs/container.yaml",
+        // every command the image documents reads these (docs/deployment.md)
+        "configs",
+        "assets",
       ].sort(),
     );
     for (const source of sources) {
