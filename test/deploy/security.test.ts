@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import type { INetworkPolicy, INetworkPolicyPeer } from "kubernetes-models/networking.k8s.io/v1";
 import type { IContainer } from "kubernetes-models/v1";
 import { describe, expect, it } from "vitest";
+import { openExposureProblem } from "../../src/config/exposure.js";
 import { parseConfigText } from "../../src/config/load.js";
 import type { RedisStoreConfig } from "../../src/config/shared-state.js";
 import { redisConnection, redisEnvProblems } from "../../src/store/redis-connection.js";
@@ -140,6 +141,22 @@ describe("NetworkPolicies of the base", () => {
   it("the evaluator does deny (control): without the policies, any pod reaches Redis and /admin", () => {
     expect(admits([], elsewhere, redisP, REDIS)).toBe(true);
     expect(admits([], otherPod, gatewayP, ADMIN)).toBe(true);
+  });
+});
+
+describe("closed by default: client API keys from the agent-serve-api-keys Secret", () => {
+  it("the gateway listens beyond loopback and refuses to start there without the Secret's keys", () => {
+    const text = byName(base.configMaps, "agent-serve-config").data?.["gateway.yaml"] ?? "";
+    const ref = gatewayContainer.env?.find((e) => e.name === "AGENT_SERVE_API_KEYS")?.valueFrom?.secretKeyRef;
+    // Required (not optional): without the Secret the pod does not start at all.
+    expect(ref).toEqual({ name: "agent-serve-api-keys", key: "sha256" });
+    expect(config.server.host).toBe("0.0.0.0");
+    expect(config.server.allow_open).toBe(false);
+    expect(openExposureProblem(config)).toMatch(/no client API keys/);
+    const hash = "ab".repeat(32);
+    const keyed = parseConfigText(text, "gateway.yaml", { AGENT_SERVE_API_KEYS: `${hash}:team-a` });
+    expect(keyed.server.api_keys).toEqual([{ sha256: hash, agent_id: "team-a" }]);
+    expect(openExposureProblem(keyed)).toBeUndefined();
   });
 });
 
