@@ -42,6 +42,9 @@ export function metadataHeaderList(meta: AgentServeMetadata, requestId: string):
   const list = [
     "x-request-id",
     requestId,
+    // Anthropic's SDKs read this one for err.requestID / response ids.
+    "request-id",
+    requestId,
     "x-agent-serve-tier",
     meta.tier,
     "x-agent-serve-tier-source",

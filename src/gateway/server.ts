@@ -213,7 +213,11 @@ export function createGatewayServer(
         res.destroy();
         return;
       }
-      const headers: Record<string, string> = { ...error.headers(), "x-request-id": ctx.requestId };
+      const headers: Record<string, string> = {
+        ...error.headers(),
+        "x-request-id": ctx.requestId,
+        "request-id": ctx.requestId,
+      };
       if (ctx.tier !== undefined) headers["x-agent-serve-tier"] = ctx.tier;
       if (!req.complete) {
         // The connection ends after this answer: the client is told so, and node's own close of it (destroySoon,

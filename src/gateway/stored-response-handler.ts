@@ -89,7 +89,11 @@ export async function handleStoredResponse(
     chunks.push(chunk as Buffer);
   }
   const body = Buffer.concat(chunks);
-  const headers = { "x-request-id": ctx.requestId, "x-agent-serve-backend": backend.id };
+  const headers = {
+    "x-request-id": ctx.requestId,
+    "request-id": ctx.requestId,
+    "x-agent-serve-backend": backend.id,
+  };
   if (answer.statusCode >= 500) {
     throw new GatewayError("upstream_error", `engine ${backend.id} answered ${answer.statusCode}`);
   }

@@ -30,6 +30,21 @@ export interface TierRouterSettings {
 export interface TierCatalog {
   hasTier(tier: string): boolean;
   tierOfModel(model: string): string | undefined;
+  /** Every model some tier serves (named in an unknown model's error). */
+  models(): string[];
+}
+
+/** Served models named in an unknown model's error at most (a long list would drown the message). */
+const MODELS_NAMED = 10;
+
+/** "the model 'x' does not exist; served: a, b (or omit model / X-Tier-Hint: auto ...)". */
+export function unknownModelMessage(model: string, served: readonly string[]): string {
+  const named = served.slice(0, MODELS_NAMED).map((m) => `'${m}'`);
+  const more =
+    served.length > MODELS_NAMED ? ` and ${served.length - MODELS_NAMED} more (GET /v1/models)` : "";
+  return served.length === 0
+    ? `the model '${model}' does not exist: no engine serves a model now`
+    : `the model '${model}' does not exist; served: ${named.join(", ")}${more}`;
 }
 
 export interface TierInputs {
@@ -57,7 +72,7 @@ export function chooseTier(
   if (inputs.model !== undefined) {
     const tier = catalog.tierOfModel(inputs.model);
     if (tier === undefined) {
-      throw new GatewayError("model_not_found", `the model '${inputs.model}' does not exist`, {
+      throw new GatewayError("model_not_found", unknownModelMessage(inputs.model, catalog.models()), {
         param: "model",
       });
     }

@@ -25,7 +25,7 @@ describe("skipping the tests that need a network namespace", () => {
   });
 
   it("asks for root for unshare -n", () => {
-    const uid = vi.spyOn(process, "getuid").mockReturnValue(1000);
+    const uid = vi.spyOn(process as unknown as { getuid(): number }, "getuid").mockReturnValue(1000);
     expect(rootNamespaceUnavailable()).toBe(
       process.platform === "linux" ? "unshare -n needs root (CI runs as root)" : expect.any(String),
     );
