@@ -31,6 +31,7 @@ export async function runGatewayUntilSignal(
   logger: Logger,
   beforeExit: () => Promise<void> = async () => undefined,
   stopWhen?: Promise<{ reason: string; exitCode: number }>,
+  exit: (code: number) => void = (code) => process.exit(code),
 ): Promise<number> {
   const gateway = await Gateway.start(config, { logger, loadConfig: () => loadConfigFile(configPath) });
   logger.info(
@@ -41,9 +42,17 @@ export async function runGatewayUntilSignal(
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: NodeJS.Signals | string, exitCode = 0): void => {
-      if (stopping) return;
+      if (stopping) {
+        // A second Ctrl-C (or SIGTERM) while draining: the person means it. Say so, then end at once; the
+        // engines of `start` end with this process (parent-link), and cut requests are logged by their clients.
+        if (signal === "SIGINT" || signal === "SIGTERM") forceExit(signal);
+        return;
+      }
       stopping = true;
-      logger.info({ signal }, "stopping: draining in-flight requests");
+      logger.info(
+        { signal },
+        `stopping: draining in-flight requests (up to ${config.server.shutdown_grace_seconds} s; ${signal === "SIGINT" ? "Ctrl-C" : "SIGINT or SIGTERM"} again to stop now)`,
+      );
       void gateway
         .close()
         .then(beforeExit)
@@ -61,6 +70,12 @@ export async function runGatewayUntilSignal(
           process.off("SIGTERM", onSignal);
           process.off("SIGHUP", reload);
         });
+    };
+    const forceExit = (signal: NodeJS.Signals): void => {
+      const line = `${signal} again: stopping now, without waiting for in-flight requests (exit 130)`;
+      logger.warn({ signal }, line);
+      process.stderr.write(`agent-serve: ${line}\n`);
+      logger.flush(() => exit(130));
     };
     // Node passes the signal's number as a second argument: it must not become the exit code.
     const onSignal = (signal: NodeJS.Signals): void => stop(signal);
