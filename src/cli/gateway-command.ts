@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { openExposureProblem } from "../config/exposure.js";
 import { ConfigError, loadConfigFile } from "../config/load.js";
 import { UsageError, type Command } from "./command.js";
-import { makeLogger, runGatewayUntilSignal } from "./run-gateway.js";
+import { logFormat, makeLogger, runGatewayUntilSignal } from "./run-gateway.js";
 
 export const DEFAULT_CONFIG_PATH = "configs/gateway.yaml";
 
@@ -71,6 +71,7 @@ ${gatewayFlagsHelp}`,
     const flags = parseGatewayFlags(argv);
     const config = await loadOrReport(flags.configPath);
     if (config === undefined) return 2;
-    return runGatewayUntilSignal(config, flags.configPath, makeLogger(flags.logLevel));
+    const format = logFormat(config.server.log_format, process.stdout.isTTY === true);
+    return runGatewayUntilSignal(config, flags.configPath, makeLogger(flags.logLevel, format));
   },
 };

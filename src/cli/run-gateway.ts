@@ -3,18 +3,36 @@ import { pino, type Logger } from "pino";
 import { loadConfigFile } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { Gateway } from "../gateway/gateway.js";
+import { prettyDestination } from "./pretty-log.js";
 
 /** Log bytes gathered before a write; one request's line is ~300 bytes, so a busy gateway writes rarely. */
 const LOG_BATCH_BYTES = 4096;
 /** The longest a line waits in the batch: a quiet gateway's lines still show up at once to a person. */
 const LOG_FLUSH_INTERVAL_MS = 100;
 
+/** The log's format: the config's, else pretty when stdout is a terminal (a person), JSON when it is not. */
+export function logFormat(configured: "pretty" | "json" | undefined, isTty: boolean): "pretty" | "json" {
+  return configured ?? (isTty ? "pretty" : "json");
+}
+
+/**
+ * The gateway's logger: JSON lines (makeJsonLogger), or short lines for a person at a terminal (pretty-log.ts),
+ * written at once since a person reads them as they come.
+ */
+export function makeLogger(level: string, format: "pretty" | "json" = "json"): Logger {
+  if (format === "json") return makeJsonLogger(level);
+  return pino(
+    { name: "agent-serve", level },
+    prettyDestination((text) => process.stdout.write(text)),
+  );
+}
+
 /**
  * JSON lines on stdout, written asynchronously in batches. Each write is a round trip through libuv's
  * thread pool (a wake-up of a worker thread and of the event loop): one per line would cost a busy gateway
  * more CPU than routing the request does. The batch is flushed on a short timer and before exit.
  */
-export function makeLogger(level: string): Logger {
+function makeJsonLogger(level: string): Logger {
   const destination = pino.destination({ dest: 1, sync: false, minLength: LOG_BATCH_BYTES });
   // With a callback, flush() reports a destroyed stream (stdout closed) instead of throwing it.
   setInterval(() => destination.flush(() => undefined), LOG_FLUSH_INTERVAL_MS).unref();

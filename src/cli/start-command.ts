@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import type { Command } from "./command.js";
 import { firstEngineExit, startEngineProcesses, stopEngineProcesses } from "./engine-processes.js";
 import { gatewayFlagsHelp, loadOrReport, parseGatewayFlags } from "./gateway-command.js";
-import { makeLogger, runGatewayUntilSignal } from "./run-gateway.js";
+import { logFormat, makeLogger, runGatewayUntilSignal } from "./run-gateway.js";
 
 export const startCommand: Command = {
   name: "start",
@@ -25,7 +25,10 @@ ${gatewayFlagsHelp}`,
     const token = loaded.server.admin_token === undefined ? demoAdminToken() : undefined;
     const config =
       token === undefined ? loaded : { ...loaded, server: { ...loaded.server, admin_token: token } };
-    const logger = makeLogger(flags.logLevel);
+    const logger = makeLogger(
+      flags.logLevel,
+      logFormat(config.server.log_format, process.stdout.isTTY === true),
+    );
     const engines = await startEngineProcesses(config.backends);
     logger.info(
       { engines: engines.map((e) => ({ id: e.backendId, pid: e.child.pid })) },

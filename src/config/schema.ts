@@ -119,6 +119,8 @@ const serverSchema = z.strictObject({
   allow_open: z.boolean({ error: "must be true or false" }).default(false),
   /** Add the last message of each request to its log line (off: prompts are never logged). */
   log_prompts: z.boolean({ error: "must be true or false" }).default(false),
+  /** The log on stdout: `json` lines, or `pretty` lines for a person; unset: pretty on a terminal, json otherwise. */
+  log_format: z.enum(["pretty", "json"], { error: "must be pretty or json" }).optional(),
   /** Optional OpenTelemetry tracing over OTLP/HTTP, off by default (src/tracing/config.ts). */
   tracing: tracingSchema.prefault({}),
   /**
