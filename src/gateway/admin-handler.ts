@@ -1,10 +1,11 @@
-// /admin: backends and their state, one session's binding, drain/undrain, reload; bearer token required.
+// /admin: backends and their state, the sessions (a page at a time) and one session's binding, drain/undrain, reload; bearer token required.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
 import { describeReceipts } from "../receipts/describe-receipts.js";
+import { DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE } from "../receipts/session-list.js";
 
 export interface AdminActions {
   /** Re-reads and applies the config file; resolves to a short summary or rejects with the problems. */
@@ -67,6 +68,21 @@ export async function handleAdmin(
     backend.drained = parts[3] === "drain";
     rt.logger.info({ backend: backend.id, drained: backend.drained }, "backend drain state changed");
     return writeJson(res, 200, describeBackend(rt, backend.id));
+  }
+  if (parts.length === 2 && parts[1] === "sessions") {
+    requireMethod(method, "GET");
+    const query = new URL(req.url ?? "/", "http://admin").searchParams;
+    const limitText = query.get("limit") ?? String(DEFAULT_SESSIONS_PAGE);
+    const limit = Number(limitText);
+    if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_SESSIONS_PAGE)
+      throw new GatewayError("invalid_request", `limit must be an integer from 1 to ${MAX_SESSIONS_PAGE}`);
+    const page = rt.receipts.sessions(query.get("after") ?? undefined, limit);
+    if (page === undefined)
+      throw new GatewayError(
+        "not_implemented",
+        "listing sessions needs route receipts in this process (affinity.store kind memory); with Redis, look a session up by id",
+      );
+    return writeJson(res, 200, page);
   }
   if (parts.length === 3 && parts[1] === "sessions") {
     requireMethod(method, "GET");

@@ -26,6 +26,8 @@ export interface ReceiptMemory {
   /** Resolves once every write issued so far was stored (or dropped). */
   flush(): Promise<void>;
   close(): Promise<void>;
+  /** Every entry this process holds, for GET /admin/sessions; absent where the entries live elsewhere (Redis). */
+  entries?(): Iterable<[string, SessionReceipts]>;
 }
 
 /** The entry after this turn: its record, and its receipt appended to the recent ones. */
@@ -44,26 +46,31 @@ export function nextEntry(
 
 /** In-process: bounded like the sticky table (least recently used forgotten first), entries expire after ttlMs. */
 export class InMemoryReceipts implements ReceiptMemory {
-  private readonly entries: LRUCache<string, SessionReceipts>;
+  private readonly lru: LRUCache<string, SessionReceipts>;
 
   constructor(maxEntries: number, ttlMs: number, nowMs: () => number) {
-    this.entries = new LRUCache({ max: maxEntries, ttl: ttlMs, ttlResolution: 0, perf: { now: nowMs } });
+    this.lru = new LRUCache({ max: maxEntries, ttl: ttlMs, ttlResolution: 0, perf: { now: nowMs } });
   }
 
   read(key: string): SessionReceipts | undefined {
-    return this.entries.get(key);
+    return this.lru.get(key);
   }
 
   write(key: string, entry: SessionReceipts): void {
-    this.entries.set(key, entry);
+    this.lru.set(key, entry);
   }
 
   flush(): Promise<void> {
     return Promise.resolve();
   }
 
+  *entries(): Iterable<[string, SessionReceipts]> {
+    // lru-cache's entries() yields live entries only (expired ones are skipped).
+    for (const [key, value] of this.lru.entries()) yield [key, value];
+  }
+
   close(): Promise<void> {
-    this.entries.clear();
+    this.lru.clear();
     return Promise.resolve();
   }
 }

@@ -1,5 +1,6 @@
 // One receipt per turn: the session's previous turn is read when the request arrives, the receipt is computed
 // once the engine's usage is known, and this turn is remembered for the next.
+import { sessionPage, type SessionPage } from "./session-list.js";
 import type { Hash64 } from "../affinity/hash.js";
 import type { Endpoint } from "../gateway/completion-request.js";
 import type { ReceiptFields } from "../gateway/response-metadata.js";
@@ -51,6 +52,12 @@ export class TurnReceipts {
       this.settings,
       this.nowMs,
     );
+  }
+
+  /** A page of the sessions remembered here (the admin API); undefined when they live in a shared store. */
+  sessions(after: string | undefined, limit: number): SessionPage | undefined {
+    const entries = this.memory.entries?.();
+    return entries === undefined ? undefined : sessionPage(entries, after, limit);
   }
 
   /** The session's last receipts (the admin API). */
