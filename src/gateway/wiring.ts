@@ -30,7 +30,8 @@ import { systemTimers, type Clock } from "../core/clock.js";
 import type { Random } from "../core/random.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { redisConnection, redisEnvProblems } from "../store/redis-connection.js";
-import { RedisLink } from "../store/redis-link.js";
+import { StoreOutageLog } from "../store/outage-log.js";
+import { RedisLink, type RedisLinkOptions } from "../store/redis-link.js";
 import { RedisSubscription } from "../store/redis-subscription.js";
 import { AttemptTracker } from "./attempt-tracker.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
@@ -68,7 +69,7 @@ export function schedulerSettingsOf(settings: GatewaySettings, random: Random): 
 export function createBudgetStore(
   settings: GatewaySettings,
   metrics: GatewayMetrics,
-  logger: Logger,
+  logger: RedisLinkOptions["logger"],
 ): BudgetStore {
   const store = settings.config.admission.store;
   if (store.kind === "memory") return new TokenBudgets(settings.budgets);
@@ -106,6 +107,8 @@ export interface Wired {
 /** The services of a gateway started with `config` (checked already). Connects nothing yet but Redis links. */
 export function wireGateway(config: GatewayConfig, options: WiringOptions): Wired {
   const { clock, random, logger } = options;
+  // Every Redis link of this gateway logs through it: one line per outage of the server they share.
+  const storeLog = new StoreOutageLog(logger);
   // The tiers the router's defaults depend on are the registry's, which the config's thresholds build.
   const initial = settingsFrom(config, []);
   const registry = new BackendRegistry(config.backends, initial.thresholds, clock);
@@ -128,11 +131,11 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
   const sharedService = sharedAttainedService(config, slots.service, {
     clock,
     timers: systemTimers,
-    logger,
+    logger: storeLog,
     // The budgets' store is the same Redis: its errors count there; its up gauge stays the budgets' link's.
     health: { up: () => undefined, error: () => metrics.budgetStore.error() },
   });
-  const sharedBindings = createSharedBindings(config, { table, metrics, logger });
+  const sharedBindings = createSharedBindings(config, { table, metrics, logger: storeLog });
   const bindingStore: BindingStore = sharedBindings ?? new MemoryBindingStore(table);
   const scheduler = new PlacementService({
     ...schedulerSettingsOf(settings, random),
@@ -155,7 +158,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     sharedBindings,
     receipts: createTurnReceipts(config, {
       nowMs: () => clock.nowMs(),
-      logger,
+      logger: storeLog,
       health: metrics.bindingStore,
       settings: {
         get blockTokens() {
@@ -168,7 +171,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
   return {
     parts,
     settings,
-    budgets: createBudgetStore(settings, metrics, logger),
+    budgets: createBudgetStore(settings, metrics, storeLog),
     bindingStore,
     sharedService,
     health: new HealthChecker(registry, settings.probe),
@@ -179,7 +182,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
 /** With affinity.store kind redis: the binding store in Redis, this process's table its local view. */
 function createSharedBindings(
   config: GatewayConfig,
-  deps: { table: StickyTable; metrics: GatewayMetrics; logger: Logger },
+  deps: { table: StickyTable; metrics: GatewayMetrics; logger: RedisLinkOptions["logger"] },
 ): RedisBindingStore | undefined {
   const storeConfig = config.affinity.store;
   if (storeConfig.kind !== "redis") return undefined;
