@@ -12,69 +12,72 @@ export const silentProgress: Progress = { start() {}, tick() {}, done() {} };
 /** Plain lines (not a TTY) at these fractions of a step: a log stays short and still shows the study moving. */
 const PLAIN_STEPS = 4;
 
-/** One line when a step starts, at each quarter of it, and when it ends (with the failures so far). */
-export function plainProgress(write: (line: string) => void): Progress {
-  let label = "";
-  let total = 0;
-  let count = 0;
-  let failures = 0;
-  let reported = 0;
-  const status = (): string => `${count}/${total}${failures > 0 ? ` (${failures} failed)` : ""}`;
+/** Where a step stands: what the plain lines and the bar show. */
+interface StepState {
+  label: string;
+  total: number;
+  count: number;
+  failures: number;
+}
+
+/** A Progress that keeps the step's counts and shows them through `show` on each event. */
+function stepProgress(show: {
+  start(step: StepState): void;
+  tick(step: StepState): void;
+  done(step: StepState): void;
+}): Progress {
+  const step: StepState = { label: "", total: 0, count: 0, failures: 0 };
   return {
-    start(nextLabel, nextTotal) {
-      label = nextLabel;
-      total = nextTotal;
-      count = 0;
-      failures = 0;
-      reported = 0;
-      write(`${label}: started, ${total} to go\n`);
+    start(label, total) {
+      Object.assign(step, { label, total, count: 0, failures: 0 });
+      show.start(step);
     },
     tick(failed) {
-      count++;
-      if (failed) failures++;
-      const step = total === 0 ? 0 : Math.floor((count / total) * PLAIN_STEPS);
-      if (step > reported && count < total) {
-        reported = step;
-        write(`${label}: ${status()}\n`);
-      }
+      step.count++;
+      if (failed) step.failures++;
+      show.tick(step);
     },
     done() {
-      write(`${label}: done, ${status()}\n`);
+      show.done(step);
     },
   };
 }
 
+function countText(step: StepState): string {
+  return `${step.count}/${step.total}${step.failures > 0 ? ` (${step.failures} failed)` : ""}`;
+}
+
+/** One line when a step starts, at each quarter of it, and when it ends (with the failures so far). */
+export function plainProgress(write: (line: string) => void): Progress {
+  let reported = 0;
+  return stepProgress({
+    start(step) {
+      reported = 0;
+      write(`${step.label}: started, ${step.total} to go\n`);
+    },
+    tick(step) {
+      const quarter = step.total === 0 ? 0 : Math.floor((step.count / step.total) * PLAIN_STEPS);
+      if (quarter > reported && step.count < step.total) {
+        reported = quarter;
+        write(`${step.label}: ${countText(step)}\n`);
+      }
+    },
+    done(step) {
+      write(`${step.label}: done, ${countText(step)}\n`);
+    },
+  });
+}
+
+/** A bar redrawn in place on a terminal; plain lines when `stream` is not one. */
 export function terminalProgress(stream: NodeJS.WriteStream = process.stderr): Progress {
   if (!stream.isTTY) return plainProgress((line) => stream.write(line));
-  let label = "";
-  let total = 0;
-  let count = 0;
-  let failures = 0;
-  const draw = (): void => {
+  const draw = (step: StepState): void => {
     const width = 30;
-    const filled = total === 0 ? 0 : Math.round((count / total) * width);
+    const filled = step.total === 0 ? 0 : Math.round((step.count / step.total) * width);
     const bar = "#".repeat(Math.min(width, filled)).padEnd(width, ".");
-    stream.write(
-      `\r${label.padEnd(24)} [${bar}] ${count}/${total}${failures > 0 ? ` (${failures} failed)` : ""}`,
-    );
+    stream.write(`\r${step.label.padEnd(24)} [${bar}] ${countText(step)}`);
   };
-  return {
-    start(nextLabel, nextTotal) {
-      label = nextLabel;
-      total = nextTotal;
-      count = 0;
-      failures = 0;
-      draw();
-    },
-    tick(failed) {
-      count++;
-      if (failed) failures++;
-      draw();
-    },
-    done() {
-      stream.write("\n");
-    },
-  };
+  return stepProgress({ start: draw, tick: draw, done: () => stream.write("\n") });
 }
 
 export interface StudyOptions {

@@ -2,31 +2,9 @@
 import { describe, expect, it } from "vitest";
 import { RECEIPT_TABLE_TITLE, receiptNumbers, withReceiptTable } from "../../src/study/receipt-table.js";
 import type { StudyResult } from "../../src/study/result.js";
-import type { RequestRecord } from "../../src/study/session-runner.js";
+import { studyRecord } from "./records.js";
 
-function record(condition: string, turn: number, receipt: Partial<RequestRecord>): RequestRecord {
-  return {
-    condition,
-    sessionId: `${condition}-s`,
-    turn,
-    startMs: 0,
-    status: 200,
-    ok: true,
-    ttftMs: 100,
-    e2eMs: 1000,
-    reply: "",
-    backend: "small-0",
-    tier: "small",
-    affinityHit: turn > 1,
-    reason: turn > 1 ? "affinity_hit" : "new_session",
-    attempts: 1,
-    queueWaitMs: 0,
-    promptTokens: 1000,
-    cachedTokens: turn > 1 ? 800 : 0,
-    completionTokens: 10,
-    ...receipt,
-  };
-}
+const record = studyRecord;
 
 const records = [
   record("on", 1, { reusableTokens: 0, lostTokens: 0, lostCause: "new_session" }),

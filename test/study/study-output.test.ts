@@ -8,28 +8,10 @@ import { checkLine, markdownTable } from "../../src/study/report-writer.js";
 import type { StudyResult } from "../../src/study/result.js";
 import { seedCheckTable, seedSpreadTable } from "../../src/study/seed-spread.js";
 import type { RequestRecord } from "../../src/study/session-runner.js";
+import { studyRecord } from "./records.js";
 
 function record(condition: string, turn: number, ttftMs: number, cachedTokens: number): RequestRecord {
-  return {
-    condition,
-    sessionId: `${condition}-s`,
-    turn,
-    startMs: 0,
-    status: 200,
-    ok: true,
-    ttftMs,
-    e2eMs: ttftMs * 2,
-    backend: "a",
-    tier: "small",
-    affinityHit: turn > 1,
-    reason: "affinity_hit",
-    attempts: 1,
-    queueWaitMs: 0,
-    promptTokens: 100,
-    cachedTokens,
-    completionTokens: 10,
-    error: undefined,
-  } as RequestRecord;
+  return studyRecord(condition, turn, { ttftMs, e2eMs: ttftMs * 2, promptTokens: 100, cachedTokens });
 }
 
 function result(seed: number, records: RequestRecord[], passed: boolean): StudyResult {
