@@ -2,7 +2,7 @@
 // and the spread over seeds.
 import { describe, expect, it } from "vitest";
 import { count } from "../../src/study/analysis.js";
-import { studyOutcome } from "../../src/study/command.js";
+import { studyExitCode, studyOutcome } from "../../src/study/command.js";
 import { plainProgress } from "../../src/study/progress.js";
 import { checkLine, markdownTable } from "../../src/study/report-writer.js";
 import type { StudyResult } from "../../src/study/result.js";
@@ -76,6 +76,14 @@ describe("study output", () => {
     expect(text).toContain("1 of 2 checks did not hold: findings of this run, not errors");
     expect(text).toContain("report: out/x-1/report.md");
     expect(studyOutcome(result(42, [], true), "d")).toContain("All 2 checks held.");
+  });
+
+  it("exits 0 when the studies ran, whatever they found; --strict exits 1 when a check did not hold", () => {
+    const met = result(1, [], true);
+    const unmet = result(2, [], false);
+    expect(studyExitCode([met, unmet], false)).toBe(0);
+    expect(studyExitCode([met, unmet], true)).toBe(1);
+    expect(studyExitCode([met], true)).toBe(0);
   });
 
   it("reports min / median / max per condition over the seeds, and in how many seeds each check held", () => {
