@@ -335,6 +335,8 @@ export class GatewayMetrics implements AffinityRecorder {
       "The engine's cumulative prefix-cache hits (tokens), as last read; resets when the engine restarts",
       (l) => l.prefixCacheHits,
     );
+    // The process's GC and event-loop collectors start with the first gateway, as they did per gateway.
+    processMetrics();
   }
 
   hit(tier: string): void {
