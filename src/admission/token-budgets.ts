@@ -1,6 +1,7 @@
 // Per-agent token budgets over a sliding window (pure: time is passed in), bounded in memory, with in-flight
 // requests reserved against them: the memory budget store (and each replica's local view with Redis).
-import { LRUCache } from "lru-cache";
+import type { LRUCache } from "lru-cache";
+import { growingLru } from "../core/growing-lru.js";
 import type { BudgetStore } from "./budget-store.js";
 
 export interface BudgetSettings {
@@ -62,7 +63,7 @@ export class TokenBudgets implements BudgetStore {
 
   constructor(private settings: BudgetSettings) {
     // One more than the cap: a newcomer is let in only after an idle entry made room (see slotFor).
-    this.agents = new LRUCache({ max: settings.maxAgents + 1 });
+    this.agents = growingLru(settings.maxAgents + 1);
     this.bucketMs = settings.windowMs / BUCKETS;
   }
 

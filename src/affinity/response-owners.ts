@@ -1,5 +1,6 @@
 // Which engine stores each Responses API response (engines keep them in their own memory), bounded, with TTL.
-import { LRUCache } from "lru-cache";
+import type { LRUCache } from "lru-cache";
+import { growingLru } from "../core/growing-lru.js";
 import type { Clock } from "../core/clock.js";
 
 export interface ResponseOwner {
@@ -50,8 +51,7 @@ export class ResponseOwners {
   }
 
   private create(settings: ResponseOwnerSettings): LRUCache<string, ResponseOwner> {
-    return new LRUCache<string, ResponseOwner>({
-      max: settings.maxEntries,
+    return growingLru<string, ResponseOwner>(settings.maxEntries, {
       ttl: settings.ttlMs,
       updateAgeOnGet: true,
       // The injected clock, read on every check: tests move it, and no cached timestamp goes stale.

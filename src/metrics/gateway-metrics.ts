@@ -1,10 +1,11 @@
 // Every Prometheus metric of the gateway, declared once, in a registry of its own (no global state).
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { LOST_CAUSES } from "../receipts/receipt-rules.js";
 import type { AffinityRecorder } from "../affinity/placement-service.js";
 import type { EngineLoad } from "../backends/engine-load.js";
 import type { StoreHealthSink } from "../store/redis-link.js";
 import { FlowMetrics } from "./flow-metrics.js";
+import { processMetrics } from "./process-metrics.js";
 
 /** Values read at scrape time, so the request path does not keep gauges up to date. */
 export interface BackendSnapshot {
@@ -334,7 +335,8 @@ export class GatewayMetrics implements AffinityRecorder {
       "The engine's cumulative prefix-cache hits (tokens), as last read; resets when the engine restarts",
       (l) => l.prefixCacheHits,
     );
-    collectDefaultMetrics({ register: this.registry });
+    // The process's GC and event-loop collectors start with the first gateway, as they did per gateway.
+    processMetrics();
   }
 
   hit(tier: string): void {
@@ -447,8 +449,10 @@ export class GatewayMetrics implements AffinityRecorder {
     }
   }
 
+  /** The gateway's metrics, then the process's (shared by every gateway of the process: process-metrics.ts). */
   async render(): Promise<string> {
-    return this.registry.metrics();
+    const [own, processText] = await Promise.all([this.registry.metrics(), processMetrics().metrics()]);
+    return `${own}\n${processText}`;
   }
 
   get contentType(): string {

@@ -1,5 +1,6 @@
 // Memory of each session's last turn and its last few receipts: the interface, and the in-process store.
-import { LRUCache } from "lru-cache";
+import type { LRUCache } from "lru-cache";
+import { growingLru } from "../core/growing-lru.js";
 import type { Receipt, TurnRecord } from "./receipt-rules.js";
 
 /** Receipts kept per session for the admin API (the newest last). */
@@ -49,7 +50,7 @@ export class InMemoryReceipts implements ReceiptMemory {
   private readonly lru: LRUCache<string, SessionReceipts>;
 
   constructor(maxEntries: number, ttlMs: number, nowMs: () => number) {
-    this.lru = new LRUCache({ max: maxEntries, ttl: ttlMs, ttlResolution: 0, perf: { now: nowMs } });
+    this.lru = growingLru(maxEntries, { ttl: ttlMs, ttlResolution: 0, perf: { now: nowMs } });
   }
 
   read(key: string): SessionReceipts | undefined {

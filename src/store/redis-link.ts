@@ -1,7 +1,8 @@
 // A Redis connection that fails open: every call has a deadline, a failure is counted and logged once per outage.
 import { createHash } from "node:crypto";
 import type { ConnectionOptions } from "node:tls";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
+import { ioredisClass } from "./ioredis-class.js";
 
 /** What a failed-open call resolves to: the caller decides locally instead. */
 export const UNAVAILABLE: unique symbol = Symbol("store unavailable");
@@ -54,7 +55,7 @@ export class RedisLink {
   private corked = false;
 
   constructor(private readonly options: RedisLinkOptions) {
-    this.client = new Redis(options.url, {
+    this.client = new (ioredisClass())(options.url, {
       // A command issued while disconnected fails at once instead of waiting in a queue: fail open now.
       enableOfflineQueue: false,
       commandTimeout: options.timeoutMs,

@@ -1,6 +1,7 @@
 // One Redis pub/sub channel on a connection of its own: the invalidations that let a replica trust its cache.
 import type { ConnectionOptions } from "node:tls";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
+import { ioredisClass } from "./ioredis-class.js";
 
 /** Reconnect delays grow to this and stay there (as the command link's do). */
 const MAX_RECONNECT_DELAY_MS = 1000;
@@ -24,7 +25,7 @@ export class RedisSubscription {
     /** TLS options beyond the URL's scheme (redis-connection.ts): a private CA. */
     tls?: ConnectionOptions,
   ) {
-    this.client = new Redis(url, {
+    this.client = new (ioredisClass())(url, {
       enableOfflineQueue: true,
       // Subscribed here on every ready event, so that `live` follows the subscription, not the socket.
       autoResubscribe: false,

@@ -47,5 +47,6 @@ describe("hotspot study (quick)", () => {
     expect(invariants.length).toBe(22);
     expect(invariants.filter((c) => !c.passed)).toEqual([]);
     expect(result.checks.filter((c) => c.claim.startsWith("goal:")).length).toBe(5);
-  }, 60_000);
+    // 58 s alone on a loaded 2-core machine (bench/README.md, "Hotspot study memory"): a guard, not a speed claim.
+  }, 180_000);
 });

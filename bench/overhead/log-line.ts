@@ -1,0 +1,53 @@
+// The gateway's per-request log line through pino, with the destination settings before and after the seventh
+// round (bench/README.md): CPU µs per line, the lines written to stdout (send it to /dev/null).
+//
+//   node --import tsx bench/overhead/log-line.ts old|new > /dev/null
+//
+// old: 4 KB batches and flush(callback) every 100 ms (which also fsyncs stdout, and piles a drain listener per
+// flush while a write is slow); new: 16 KB batches and sonic-boom's periodicFlush (src/cli/run-gateway.ts).
+// Lines are logged 16 per event-loop turn, as a gateway at concurrency 16 would.
+import { pino } from "pino";
+
+const mode = process.argv[2];
+if (mode !== "old" && mode !== "new") throw new Error("usage: log-line.ts old|new");
+const destination =
+  mode === "old"
+    ? pino.destination({ dest: 1, sync: false, minLength: 4096 })
+    : pino.destination({ dest: 1, sync: false, minLength: 16_000, periodicFlush: 100 });
+if (mode === "old") setInterval(() => destination.flush(() => undefined), 100).unref();
+const logger = pino({ name: "agent-serve" }, destination);
+
+const LINES = 200_000;
+const PER_TURN = 16;
+const started = process.cpuUsage();
+let written = 0;
+await new Promise<void>((done) => {
+  const turn = (): void => {
+    for (let k = 0; k < PER_TURN && written < LINES; k++, written++) {
+      logger.info(
+        {
+          reqId: `r-${written}`,
+          method: "POST",
+          path: "/v1/chat/completions",
+          status: 200,
+          ms: 1.2,
+          session: "s-1",
+          tier: "small",
+          backend: "e0",
+          reason: "affinity_hit",
+          hit: true,
+          reusable: 32,
+          cached: 32,
+          lost: 0,
+          lostCause: "none",
+        },
+        "request",
+      );
+    }
+    if (written < LINES) setImmediate(turn);
+    else done();
+  };
+  turn();
+});
+const used = process.cpuUsage(started);
+process.stderr.write(`${mode}: ${((used.user + used.system) / LINES).toFixed(2)} µs of CPU per line\n`);
