@@ -7,7 +7,6 @@ import { DnsDiscovery, dnsLookup, type EngineLookup } from "../backends/dns-disc
 import type { EngineLoadPoller } from "../backends/engine-load-poller.js";
 import type { HealthChecker } from "../backends/health-checker.js";
 import type { RedisAttainedService } from "../admission/flow-queue/redis-attained-service.js";
-import type { BindingStore } from "../affinity/binding-store.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import { SeededRandom, type Random } from "../core/random.js";
@@ -94,7 +93,6 @@ export class Gateway {
   private readonly loadPoller: EngineLoadPoller;
   private readonly discovery: DnsDiscovery;
   private discoveredIds: ReadonlySet<string> = new Set<string>();
-  private readonly bindingStore: BindingStore;
   /** The flows' attained service shared through admission.store when it is Redis. */
   private readonly sharedService: RedisAttainedService | undefined;
   private readonly random: Random;
@@ -123,7 +121,6 @@ export class Gateway {
     });
     this.health = wired.health;
     this.loadPoller = wired.loadPoller;
-    this.bindingStore = wired.bindingStore;
     this.sharedService = wired.sharedService;
     this.live = { current: liveStateFrom(wired.settings, wired.budgets, wired.parts) };
     this.parts = { ...wired.parts, live: this.live };
@@ -161,7 +158,7 @@ export class Gateway {
     this.connections = new ConnectionGuard(this.server, maxConnectionsOf(config, this.fileLimit));
     this.requests.watch(this.server);
     this.sweepTimer = setInterval(
-      () => void this.bindingStore.sweep(clock.nowMs(), SWEEP_BATCH),
+      () => void this.parts.bindings.sweep(clock.nowMs(), SWEEP_BATCH),
       SWEEP_INTERVAL_MS,
     );
     this.sweepTimer.unref();
@@ -195,9 +192,9 @@ export class Gateway {
   }
 
   private async waitForSharedStores(): Promise<void> {
-    const { sharedBindings, logger } = this.parts;
+    const { bindings, logger } = this.parts;
     const [bindingsUp, budgetsUp] = await Promise.all([
-      sharedBindings?.connected(SHARED_STORE_STARTUP_WAIT_MS) ?? true,
+      bindings.connected(SHARED_STORE_STARTUP_WAIT_MS),
       this.live.current.budgets.connected(SHARED_STORE_STARTUP_WAIT_MS),
     ]);
     for (const [store, up] of [
@@ -302,8 +299,8 @@ export class Gateway {
       await this.health.stop();
       await this.loadPoller.stop();
       await this.parts.pools.close();
-      await this.parts.sharedBindings?.flush();
-      await this.parts.sharedBindings?.close();
+      await this.parts.bindings.flush();
+      await this.parts.bindings.close();
       const { budgets } = this.live.current;
       await budgets.flush();
       await budgets.close();

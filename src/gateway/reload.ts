@@ -52,7 +52,7 @@ export function reloadGateway(
   const settings = settingsFrom(config, parts.registry.tiers());
   target.configureDiscovery(config);
   parts.scheduler.configure(schedulerSettingsOf(settings, target.random));
-  parts.sharedBindings?.configure(settings.scheduler.stickyTtlSeconds * 1000);
+  parts.bindings.configure(settings.scheduler.stickyTtlSeconds * 1000);
   parts.slots.configure(settings.queue);
   parts.slots.service.configure(settings.attainedService);
   parts.metrics.flows.attach(parts.slots, config.admission.scheduling.metrics_top_flows);

@@ -95,8 +95,6 @@ export interface Wired {
   /** The first snapshot's settings (its tiers are the registry's). */
   readonly settings: GatewaySettings;
   readonly budgets: BudgetStore;
-  /** The binding store (swept in the background). */
-  readonly bindingStore: BindingStore;
   /** The flows' attained service shared through admission.store when it is Redis (closed at shutdown). */
   readonly sharedService: RedisAttainedService | undefined;
   readonly health: HealthChecker;
@@ -132,11 +130,10 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     // The budgets' store is the same Redis: its errors count there; its up gauge stays the budgets' link's.
     health: { up: () => undefined, error: () => metrics.budgetStore.error() },
   });
-  const sharedBindings = createSharedBindings(config, { table, metrics, logger });
-  const bindingStore: BindingStore = sharedBindings ?? new MemoryBindingStore(table);
+  const bindings = createBindingStore(config, { table, metrics, logger });
   const scheduler = new PlacementService({
     ...schedulerSettingsOf(settings, random),
-    store: bindingStore,
+    store: bindings,
     clock,
     recorder: metrics,
   });
@@ -152,7 +149,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     attempts: new AttemptTracker(),
     responseOwners: new ResponseOwners(clock, settings.responseOwners),
     outcomes: new EngineOutcomes(registry, options.probeSoon),
-    sharedBindings,
+    bindings,
     receipts: createTurnReceipts(config, {
       nowMs: () => clock.nowMs(),
       logger,
@@ -169,20 +166,19 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     parts,
     settings,
     budgets: createBudgetStore(settings, metrics, logger),
-    bindingStore,
     sharedService,
     health: new HealthChecker(registry, settings.probe),
     loadPoller: new EngineLoadPoller(registry, clock, settings.loadPoll),
   };
 }
 
-/** With affinity.store kind redis: the binding store in Redis, this process's table its local view. */
-function createSharedBindings(
+/** The binding store the config names: the table alone, or Redis with the table as this process's local view. */
+function createBindingStore(
   config: GatewayConfig,
   deps: { table: StickyTable; metrics: GatewayMetrics; logger: Logger },
-): RedisBindingStore | undefined {
+): BindingStore {
   const storeConfig = config.affinity.store;
-  if (storeConfig.kind !== "redis") return undefined;
+  if (storeConfig.kind !== "redis") return new MemoryBindingStore(deps.table);
   const { table, metrics, logger } = deps;
   const connection = redisConnection(storeConfig);
   const link = new RedisLink({

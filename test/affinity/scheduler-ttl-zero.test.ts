@@ -48,6 +48,10 @@ function untouchableStore(): BindingStore & { calls: string[] } {
     sweep: refuse("sweep"),
     clear: refuse("clear"),
     onBroken: () => undefined,
+    connected: refuse("connected"),
+    configure: refuse("configure"),
+    flush: refuse("flush"),
+    close: refuse("close"),
   };
 }
 
