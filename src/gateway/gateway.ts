@@ -7,7 +7,7 @@ import { DnsDiscovery, dnsLookup, type EngineLookup } from "../backends/dns-disc
 import type { EngineLoadPoller } from "../backends/engine-load-poller.js";
 import type { HealthChecker } from "../backends/health-checker.js";
 import type { RedisAttainedService } from "../admission/flow-queue/redis-attained-service.js";
-import { systemClock, type Clock } from "../core/clock.js";
+import { backgroundTimers, systemClock, systemTimers, type Clock, type Timers } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { GatewayConfig } from "../config/schema.js";
@@ -24,6 +24,11 @@ import { checkEnvironment, randomHashKey, wireGateway } from "./wiring.js";
 
 export interface GatewayOptions {
   clock?: Clock;
+  /**
+   * Where probes, queue timeouts and the binding sweep are scheduled: give ManualTimers on the ManualClock
+   * above and they all run on it. The system's timers by default.
+   */
+  timers?: Timers;
   random?: Random;
   logger?: Logger;
   /** Where reloads read the config from; without it, /admin/reload and SIGHUP have nothing to read. */
@@ -96,7 +101,8 @@ export class Gateway {
   /** The flows' attained service shared through admission.store when it is Redis. */
   private readonly sharedService: RedisAttainedService | undefined;
   private readonly random: Random;
-  private readonly sweepTimer: NodeJS.Timeout;
+  /** Cancels the next sweep of expired bindings. */
+  private cancelSweep: () => void = () => undefined;
   private accepting = true;
   private readonly requests = new InFlightRequests();
   private address: AddressInfo | undefined;
@@ -111,8 +117,13 @@ export class Gateway {
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? pino({ name: "agent-serve" });
     this.random = options.random ?? new SeededRandom(0x5eed);
+    const timers = options.timers ?? systemTimers;
+    // Background loops do not keep the process alive on system timers; injected timers are used as given.
+    const background = options.timers ?? backgroundTimers;
     const wired = wireGateway(config, {
       clock,
+      timers,
+      backgroundTimers: background,
       logger,
       random: this.random,
       bindingHashKey: options.bindingHashKey ?? randomHashKey(),
@@ -157,11 +168,11 @@ export class Gateway {
       : undefined;
     this.connections = new ConnectionGuard(this.server, maxConnectionsOf(config, this.fileLimit));
     this.requests.watch(this.server);
-    this.sweepTimer = setInterval(
-      () => void this.parts.bindings.sweep(clock.nowMs(), SWEEP_BATCH),
-      SWEEP_INTERVAL_MS,
-    );
-    this.sweepTimer.unref();
+    const sweep = (): void => {
+      void this.parts.bindings.sweep(clock.nowMs(), SWEEP_BATCH);
+      this.cancelSweep = background.after(SWEEP_INTERVAL_MS, sweep);
+    };
+    this.cancelSweep = background.after(SWEEP_INTERVAL_MS, sweep);
   }
 
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
@@ -294,7 +305,7 @@ export class Gateway {
   ): Promise<void> {
     this.accepting = false;
     await shutDown({ api: this.server, admin: this.adminServer }, this.requests, graceMs, async () => {
-      clearInterval(this.sweepTimer);
+      this.cancelSweep();
       this.discovery.stop();
       await this.health.stop();
       await this.loadPoller.stop();

@@ -26,7 +26,7 @@ import { HealthChecker } from "../backends/health-checker.js";
 import { BackendRegistry } from "../backends/registry.js";
 import { ConfigError } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
-import { systemTimers, type Clock } from "../core/clock.js";
+import type { Clock, Timers } from "../core/clock.js";
 import type { Random } from "../core/random.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { redisConnection, redisEnvProblems } from "../store/redis-connection.js";
@@ -80,6 +80,10 @@ export function createBudgetStore(
 
 export interface WiringOptions {
   clock: Clock;
+  /** Where probes, queue timeouts and shared-service syncs are scheduled (the clock's own in tests). */
+  timers: Timers;
+  /** Background loops' timers (engine readings): the system's unref'd ones by default. */
+  backgroundTimers: Timers;
   random: Random;
   logger: Logger;
   /** The sticky table's secret hash key (two 32-bit words). */
@@ -108,7 +112,11 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
   const initial = settingsFrom(config, []);
   const registry = new BackendRegistry(config.backends, initial.thresholds, clock);
   const settings = settingsFrom(config, registry.tiers());
-  const slots = new BackendSlots(settings.queue, new AttainedService(settings.attainedService, clock));
+  const slots = new BackendSlots(
+    settings.queue,
+    new AttainedService(settings.attainedService, clock),
+    options.timers,
+  );
   const table = new StickyTable(config.affinity.max_bindings, options.bindingHashKey);
   const metrics = new GatewayMetrics({
     backends: () =>
@@ -125,7 +133,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
   metrics.flows.attach(slots, config.admission.scheduling.metrics_top_flows);
   const sharedService = sharedAttainedService(config, slots.service, {
     clock,
-    timers: systemTimers,
+    timers: options.timers,
     logger,
     // The budgets' store is the same Redis: its errors count there; its up gauge stays the budgets' link's.
     health: { up: () => undefined, error: () => metrics.budgetStore.error() },
@@ -167,8 +175,8 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     settings,
     budgets: createBudgetStore(settings, metrics, logger),
     sharedService,
-    health: new HealthChecker(registry, settings.probe),
-    loadPoller: new EngineLoadPoller(registry, clock, settings.loadPoll),
+    health: new HealthChecker(registry, settings.probe, clock, options.timers),
+    loadPoller: new EngineLoadPoller(registry, clock, settings.loadPoll, options.backgroundTimers),
   };
 }
 
