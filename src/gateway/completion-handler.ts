@@ -46,7 +46,7 @@ export async function handleCompletion(
   const admission = admit(
     req.headersDistinct,
     ctx.apiKey,
-    { budgetAnonymous: settings.config.admission.budget_anonymous },
+    { budgetAnonymous: settings.budgetAnonymous },
     live.budgets,
     clock.nowMs(),
   );
@@ -55,13 +55,13 @@ export async function handleCompletion(
   // 2. Parse. Tools a stock engine would refuse are adapted; only then is the body re-encoded.
   const raw = await readBody(req, settings.maxBodyBytes);
   const request = parseCompletionRequest(raw, endpoint);
-  if (settings.config.server.log_prompts) ctx.prompt = lastTurnText(request);
+  if (settings.logPrompts) ctx.prompt = lastTurnText(request);
   const adaptation = adaptRequest(endpoint, request.body, settings.adaptation);
   if (adaptation !== undefined) ctx.adapted = adaptation.changes;
 
   // The session: the first of affinity.session_keys the request carries. A Responses request continuing a
   // stored response must reach the engine that stores it.
-  const sessionKeys = settings.config.affinity.session_keys;
+  const { sessionKeys } = settings;
   const chained = endpoint === "responses" && (request.previousResponseId !== undefined || request.store);
   const identity = identifySession(req.headersDistinct, request.body, sessionKeys, chained);
   const named = typeof identity === "object" ? identity : undefined;
@@ -77,9 +77,7 @@ export async function handleCompletion(
   ctx.sessionSource = sessionId === undefined ? undefined : (named?.source ?? "responses_chain");
   // The receipt reads the session's previous turn now, alongside routing (src/receipts).
   const receipt =
-    countTokens || !settings.config.affinity.receipts.enabled
-      ? undefined
-      : deps.receipts.begin(sessionId, request);
+    countTokens || !settings.receipts.enabled ? undefined : deps.receipts.begin(sessionId, request);
   // The budget hold starts now so that, with both stores in Redis, its round trip runs alongside the binding
   // lookup's instead of after it. A handler is attached at once (a refusal is awaited, and thrown, below).
   const holding = countTokens ? Promise.resolve(undefined) : reserveBudget(admission, request, clock.nowMs());
@@ -119,7 +117,7 @@ export async function handleCompletion(
 
   // Who goes next when the engine is full: the request's flow (agent, else session) and priority band. The
   // flow is the client's whole session, not its thread: a burst of sub-agents is one program's service.
-  const flow = flowTicket(settings.config.admission, {
+  const flow = flowTicket(settings.admission, {
     agentId: admission.agentId,
     sessionId: named?.clientId ?? sessionId,
     priority: admission.client.priority,

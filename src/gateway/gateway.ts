@@ -76,11 +76,12 @@ function urlOf({ address, port, family }: AddressInfo): string {
   return family === "IPv6" && host !== "127.0.0.1" ? `http://[${host}]:${port}` : `http://${host}:${port}`;
 }
 
-/** server.max_connections, or the default the open-file limit allows (read once, at start). */
-function maxConnectionsOf(config: GatewayConfig, fileLimit: number | undefined): number {
-  if (config.server.max_connections !== undefined) return config.server.max_connections;
-  const upstreamSockets = config.backends.reduce(
-    (sum, b) => sum + Math.min(b.max_inflight, config.upstream.keep_alive_connections) + 2,
+/** server.max_connections, or the default the open-file limit allows for the config's own backends. */
+function maxConnectionsOf(settings: GatewaySettings, fileLimit: number | undefined): number {
+  if (settings.maxConnections !== undefined) return settings.maxConnections;
+  const upstreamSockets = settings.backends.reduce(
+    (sum, b) =>
+      settings.discoveredIds.has(b.id) ? sum : sum + Math.min(b.max_inflight, settings.pools.connections) + 2,
     0,
   );
   return defaultMaxConnections(fileLimit, upstreamSockets);
@@ -97,7 +98,6 @@ export class Gateway {
   private readonly health: HealthChecker;
   private readonly loadPoller: EngineLoadPoller;
   private readonly discovery: DnsDiscovery;
-  private discoveredIds: ReadonlySet<string> = new Set<string>();
   /** The flows' attained service shared through admission.store when it is Redis. */
   private readonly sharedService: RedisAttainedService | undefined;
   private readonly random: Random;
@@ -128,7 +128,7 @@ export class Gateway {
       random: this.random,
       bindingHashKey: options.bindingHashKey ?? randomHashKey(),
       probeSoon: (id) => this.health.probeSoon(id),
-      receiptBlockTokens: () => this.live.current.settings.config.affinity.receipts.block_tokens,
+      receiptBlockTokens: () => this.live.current.settings.receipts.blockTokens,
     });
     this.health = wired.health;
     this.loadPoller = wired.loadPoller;
@@ -140,13 +140,10 @@ export class Gateway {
     this.discovery = new DnsDiscovery(config.discovery, {
       lookup: options.discoveryLookup ?? dnsLookup(config.health.probe_timeout_seconds * 1000),
       onChange: () => {
-        const { config: current } = this.live.current.settings;
-        const changed = this.applyBackends(settingsFrom(current, this.parts.registry.tiers()));
-        // The tier router's defaults follow the tiers the registry now holds.
-        this.live.current = {
-          ...this.live.current,
-          settings: settingsFrom(current, this.parts.registry.tiers()),
-        };
+        // The same config with the engines now found (the tier router's defaults follow their tiers).
+        const settings = settingsFrom(this.live.current.settings.config, this.discovery.backends());
+        const changed = this.applyBackends(settings);
+        this.live.current = { ...this.live.current, settings };
         if (changed.length > 0) logger.info({ changed }, "discovered engines changed");
       },
       onError: (entry, err) =>
@@ -166,7 +163,7 @@ export class Gateway {
     this.adminServer = ownAdminPort
       ? createGatewayServer(this.parts, hooks, { api: false, admin: true })
       : undefined;
-    this.connections = new ConnectionGuard(this.server, maxConnectionsOf(config, this.fileLimit));
+    this.connections = new ConnectionGuard(this.server, maxConnectionsOf(wired.settings, this.fileLimit));
     this.requests.watch(this.server);
     const sweep = (): void => {
       void this.parts.bindings.sweep(clock.nowMs(), SWEEP_BATCH);
@@ -254,7 +251,8 @@ export class Gateway {
         connections: this.connections,
         server: this.server,
         random: this.random,
-        maxConnections: (settings) => maxConnectionsOf(settings.config, this.fileLimit),
+        maxConnections: (settings) => maxConnectionsOf(settings, this.fileLimit),
+        discovered: () => this.discovery.backends(),
         applyBackends: (settings) => this.applyBackends(settings),
         configureDiscovery: (next) => void this.discovery.configure(next.discovery),
       },
@@ -269,13 +267,9 @@ export class Gateway {
     return { changed };
   }
 
-  /** The registry holds `settings`' backends plus the discovered ones (see backend-changes.ts). */
+  /** The registry holds `settings`' backends (see backend-changes.ts). */
   private applyBackends(settings: GatewaySettings): string[] {
-    const ids = new Set(settings.config.backends.map((b) => b.id));
-    const discovered = this.discovery.backends().filter((b) => !ids.has(b.id));
-    const changed = applyBackends(this.parts, this.health, settings, discovered, this.discoveredIds);
-    this.discoveredIds = new Set(discovered.map((b) => b.id));
-    return changed;
+    return applyBackends(this.parts, this.health, settings, this.live.current.settings.discoveredIds);
   }
 
   private async reloadFromSource(): Promise<{ changed: string[] }> {
@@ -300,9 +294,7 @@ export class Gateway {
    * Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes what is left and
    * releases every timer and connection.
    */
-  async close(
-    graceMs = this.live.current.settings.config.server.shutdown_grace_seconds * 1000,
-  ): Promise<void> {
+  async close(graceMs = this.live.current.settings.shutdownGraceMs): Promise<void> {
     this.accepting = false;
     await shutDown({ api: this.server, admin: this.adminServer }, this.requests, graceMs, async () => {
       this.cancelSweep();

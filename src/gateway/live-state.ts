@@ -44,8 +44,7 @@ function createClassifier(
   limits: AttemptLimits,
   deps: LiveStateDeps,
 ): TierClassifier | undefined {
-  const { routing } = settings.config;
-  const classifier = routing.classifier;
+  const { classifier } = settings;
   if (!classifier.enabled) return undefined;
   const { defaultTier, longPromptTier } = settings.tiers;
   const choices =
@@ -62,7 +61,7 @@ function createClassifier(
     }),
     clock: deps.clock,
     timeoutMs: classifier.timeout_ms,
-    cacheTtlMs: (classifier.cache_ttl_seconds ?? routing.classifier_cache_ttl_seconds) * 1000,
+    cacheTtlMs: classifier.cacheTtlMs,
     maxEntries: classifier.max_entries,
     record: (outcome, seconds) => deps.metrics.classifier(outcome, seconds),
   });

@@ -145,7 +145,7 @@ export function createGatewayServer(
     ),
   );
   // undefined when server.tracing is off: then each hook below is a no-op.
-  const tracer = createRequestTracer(startSettings.config.server.tracing, rt.logger);
+  const tracer = createRequestTracer(startSettings.tracing, rt.logger);
   server.on("close", () => void tracer?.shutdown());
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {

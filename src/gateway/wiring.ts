@@ -56,11 +56,15 @@ export function checkEnvironment(config: GatewayConfig, source: string): void {
 
 /** The scheduler's settings of a snapshot: its data, and the balancer and policy the config names. */
 export function schedulerSettingsOf(settings: GatewaySettings, random: Random): SchedulerSettings {
-  const { affinity } = settings.config;
+  const { scheduler } = settings;
   return {
-    ...settings.scheduler,
-    balancer: createBalancer(affinity.balancer, random),
-    policy: createPolicy(affinity, random, settings.scheduler.engineSignalMaxAgeMs),
+    stickyTtlMs: scheduler.stickyTtlMs,
+    rebalanceOnRecovery: scheduler.rebalanceOnRecovery,
+    loadFactor: scheduler.loadFactor,
+    sessionless: scheduler.sessionless,
+    engineSignalMaxAgeMs: scheduler.engineSignalMaxAgeMs,
+    balancer: createBalancer(scheduler.balancer, random),
+    policy: createPolicy(scheduler.policy, random, scheduler.engineSignalMaxAgeMs),
   };
 }
 
@@ -70,7 +74,7 @@ export function createBudgetStore(
   metrics: GatewayMetrics,
   logger: Logger,
 ): BudgetStore {
-  const store = settings.config.admission.store;
+  const store = settings.stores.budgets;
   if (store.kind === "memory") return new TokenBudgets(settings.budgets);
   return new RedisBudgetStore(settings.budgets, {
     keyPrefix: store.key_prefix,
@@ -108,16 +112,14 @@ export interface Wired {
 /** The services of a gateway started with `config` (checked already). Connects nothing yet but Redis links. */
 export function wireGateway(config: GatewayConfig, options: WiringOptions): Wired {
   const { clock, random, logger } = options;
-  // The tiers the router's defaults depend on are the registry's, which the config's thresholds build.
-  const initial = settingsFrom(config, []);
-  const registry = new BackendRegistry(config.backends, initial.thresholds, clock);
-  const settings = settingsFrom(config, registry.tiers());
+  const settings = settingsFrom(config);
+  const registry = new BackendRegistry(settings.backends, settings.thresholds, clock);
   const slots = new BackendSlots(
     settings.queue,
     new AttainedService(settings.attainedService, clock),
     options.timers,
   );
-  const table = new StickyTable(config.affinity.max_bindings, options.bindingHashKey);
+  const table = new StickyTable(settings.maxBindings, options.bindingHashKey);
   const metrics = new GatewayMetrics({
     backends: () =>
       [...registry.all()].map((b) => ({
@@ -130,7 +132,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
       })),
     queueDepth: () => slots.depth,
   });
-  metrics.flows.attach(slots, config.admission.scheduling.metrics_top_flows);
+  metrics.flows.attach(slots, settings.metricsTopFlows);
   const sharedService = sharedAttainedService(config, slots.service, {
     clock,
     timers: options.timers,
@@ -138,7 +140,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     // The budgets' store is the same Redis: its errors count there; its up gauge stays the budgets' link's.
     health: { up: () => undefined, error: () => metrics.budgetStore.error() },
   });
-  const bindings = createBindingStore(config, { table, metrics, logger });
+  const bindings = createBindingStore(settings, { table, metrics, logger });
   const scheduler = new PlacementService({
     ...schedulerSettingsOf(settings, random),
     store: bindings,
@@ -182,10 +184,10 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
 
 /** The binding store the config names: the table alone, or Redis with the table as this process's local view. */
 function createBindingStore(
-  config: GatewayConfig,
+  settings: GatewaySettings,
   deps: { table: StickyTable; metrics: GatewayMetrics; logger: Logger },
 ): BindingStore {
-  const storeConfig = config.affinity.store;
+  const storeConfig = settings.stores.bindings;
   if (storeConfig.kind !== "redis") return new MemoryBindingStore(deps.table);
   const { table, metrics, logger } = deps;
   const connection = redisConnection(storeConfig);
@@ -197,7 +199,7 @@ function createBindingStore(
     logger,
     health: metrics.bindingStore,
   });
-  const stickyTtlMs = config.affinity.sticky_ttl_seconds * 1000;
+  const { stickyTtlMs } = settings.scheduler;
   const remote = new RedisBindings(link, storeConfig.key_prefix, stickyTtlMs);
   const replicated = new RedisBindingStore({ local: table, remote, stickyTtlMs });
   replicated.useInvalidations(
