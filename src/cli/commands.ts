@@ -34,7 +34,7 @@ export const commands: readonly CommandEntry[] = [
   {
     name: "study",
     summary:
-      "run a load study (affinity, saturation, failure, sessions, hotspot, sessionless, replicas) and write its report",
+      "run a load study (affinity, saturation, failure, sessions, hotspot, sessionless, replicas, agents, fairness) and write its report",
     load: async () => (await import("../study/command.js")).studyCommand,
   },
   {
