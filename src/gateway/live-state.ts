@@ -7,7 +7,8 @@ import { createClassifierAsk, type ClassifierDeps } from "./classifier-client.js
 import type { GatewayParts, LiveState } from "./runtime.js";
 import type { GatewaySettings } from "./settings.js";
 
-export type LiveStateDeps = ClassifierDeps & Pick<GatewayParts, "pools" | "attempts" | "metrics">;
+export type LiveStateDeps = ClassifierDeps &
+  Pick<GatewayParts, "pools" | "attempts" | "metrics" | "registry">;
 
 export function liveStateFrom(
   settings: GatewaySettings,

@@ -13,6 +13,7 @@ import type { TurnReceipts } from "../receipts/turn-receipts.js";
 import type { TierClassifier } from "../routing/tier-classifier.js";
 import type { AttemptEnv } from "./attempt.js";
 import type { AttemptTracker } from "./attempt-tracker.js";
+import type { AttemptRecorder } from "./attempt-loop.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewaySettings } from "./settings.js";
 import type { UpstreamPools } from "./upstream-pools.js";
@@ -51,6 +52,8 @@ export interface GatewayParts {
   readonly responseOwners: ResponseOwners;
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
+  /** What the attempt loop records: metrics and the outcomes above. */
+  readonly recorder: AttemptRecorder;
   /** The binding store (memory, or shared through Redis with affinity.store kind redis): swept, flushed, closed. */
   readonly bindings: BindingStore;
   /** Route receipts: each session's last turn, and the receipt of the next (src/receipts). */

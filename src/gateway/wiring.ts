@@ -33,6 +33,7 @@ import { redisConnection, redisEnvProblems } from "../store/redis-connection.js"
 import { RedisLink } from "../store/redis-link.js";
 import { RedisSubscription } from "../store/redis-subscription.js";
 import { AttemptTracker } from "./attempt-tracker.js";
+import { attemptRecorder } from "./attempt-loop.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayParts, LiveCell } from "./runtime.js";
 import { settingsFrom, type GatewaySettings } from "./settings.js";
@@ -148,6 +149,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     recorder: metrics,
   });
   const pools = new UpstreamPools(settings.pools);
+  const outcomes = new EngineOutcomes(registry, options.probeSoon);
   const parts = {
     clock,
     logger,
@@ -158,7 +160,8 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     metrics,
     attempts: new AttemptTracker(),
     responseOwners: new ResponseOwners(clock, settings.responseOwners),
-    outcomes: new EngineOutcomes(registry, options.probeSoon),
+    outcomes,
+    recorder: attemptRecorder(metrics, outcomes),
     bindings,
     receipts: createTurnReceipts(config, {
       nowMs: () => clock.nowMs(),
