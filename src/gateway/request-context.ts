@@ -1,6 +1,8 @@
 // A request's record: the facts its stages returned, for the one log line, the trace and the request metrics at
-// the end, and the one channel that cancels it. Stages return their decisions; the handler records them here.
-// The attempt loop records its attempts as they happen (a failed request's log line names them too).
+// the end, and the one channel that cancels it. Written where the request is born (server.ts), where it is
+// cancelled (cancelRequest; the attempt in progress registers here to be stopped), and once by its handler
+// when it ends (the turn's facts: completion-handler.ts recordTurn); the server writes the record once both
+// the response and the handler are done.
 import type { AttemptAbort } from "./attempt-abort.js";
 import type { Receipt } from "../receipts/receipt-rules.js";
 import type { ApiKeyEntry } from "./client-auth.js";
