@@ -141,6 +141,8 @@ export interface AttemptsMade {
   result: AttemptResult | undefined;
   /** Why no attempt answered: a GatewayError, or the request's cancel reason. */
   error: unknown;
+  /** The last attempt's answer began to reach the client: nothing may be tried after it. */
+  committed: boolean;
 }
 
 /**
@@ -162,6 +164,7 @@ export async function runAttemptLoop(
     generatedEvents: undefined,
     result: undefined,
     error: undefined,
+    committed: false,
   };
   const exclude = new Set<string>();
   const relays = new RelayMaker(request);
@@ -185,16 +188,35 @@ export async function runAttemptLoop(
       const abort = new AttemptAbort();
       ctx.activeAttempt = abort;
       if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
-      const slotFailure = await takeSlot(deps, backend, abort, request.flow, made);
+      // The common case takes a free slot at once, without a promise.
+      const taking = takeSlot(deps, backend, abort, request.flow, made);
+      const slotFailure = taking === undefined ? undefined : await taking;
       if (slotFailure !== undefined) {
         lastFailure = slotFailure;
         exclude.add(backend.id);
         continue;
       }
-      const failure = await attemptOn(deps, limits, request, res, ctx, selection, abort, relays, made);
-      if (failure === undefined) return made;
-      lastFailure = failure;
-      exclude.add(backend.id);
+      try {
+        const plan = planOf(deps, request, ctx, selection, abort, relays, made);
+        const result = await (deps.runAttempt ?? runAttempt)(limits.attemptEnv, plan, res);
+        if (result.engineFault === true) deps.recorder.failed(backend);
+        else if (result.status < 500 && result.streamError === undefined) deps.recorder.succeeded(backend);
+        made.result = result;
+        return made;
+      } catch (err) {
+        if (!(err instanceof AttemptFailure) || made.committed) throw err;
+        lastFailure = err;
+        exclude.add(backend.id);
+        await attemptFailed(deps, request.sessionId, request.tier, backend, err.healthSignal);
+        const cause = err.cause instanceof Error ? err.cause.message : undefined;
+        deps.logger.warn(
+          { reqId: ctx.requestId, backend: backend.id, err: err.message, cause },
+          "attempt failed",
+        );
+      } finally {
+        deps.slots.release(backend, request.flow);
+        if (relays.made !== undefined) made.generatedEvents = relays.made.generatedEvents;
+      }
     }
     made.error = exhausted(request.tier, lastFailure, made.attempts);
   } catch (err) {
@@ -228,112 +250,108 @@ function placeNext(
 }
 
 /**
- * Takes a slot on `backend`, waiting in its queue if need be; the wait is added to `made`. Resolves undefined
- * with the slot held, or the failure when the backend went away while the request waited (try another).
+ * Takes a slot on `backend`: undefined when it was free (no promise), else the wait for it, which resolves
+ * undefined with the slot held, or the failure when the backend went away meanwhile (try another). The wait is
+ * added to `made` either way.
  */
-async function takeSlot(
+function takeSlot(
   deps: AttemptLoopDeps,
   backend: Backend,
   abort: AttemptAbort,
   flow: FlowTicket | undefined,
   made: AttemptsMade,
-): Promise<AttemptFailure | undefined> {
+): Promise<AttemptFailure | undefined> | undefined {
   const waitStartedMs = deps.clock.nowMs();
+  const pending = deps.slots.acquire(backend, abort, flow);
+  if (pending === undefined) {
+    waited(deps, flow, made, deps.clock.nowMs() - waitStartedMs);
+    return undefined;
+  }
+  return waitForSlot(deps, backend, pending, flow, made, waitStartedMs);
+}
+
+async function waitForSlot(
+  deps: AttemptLoopDeps,
+  backend: Backend,
+  pending: Promise<void>,
+  flow: FlowTicket | undefined,
+  made: AttemptsMade,
+  waitStartedMs: number,
+): Promise<AttemptFailure | undefined> {
   try {
-    const pending = deps.slots.acquire(backend, abort, flow);
-    if (pending !== undefined) await pending;
+    await pending;
     return undefined;
   } catch (err) {
     if (!(err instanceof SlotUnavailableError)) throw err;
     return new AttemptFailure("upstream_error", `backend ${backend.id}: ${err.message}`, false);
   } finally {
-    const waitedMs = deps.clock.nowMs() - waitStartedMs;
-    made.queueWaitMs += waitedMs;
-    if (flow !== undefined) deps.recorder.waited(flow.band, waitedMs / 1000);
+    waited(deps, flow, made, deps.clock.nowMs() - waitStartedMs);
   }
 }
 
-/**
- * One attempt on the selected backend, its slot held (and released here). Resolves undefined when it
- * answered (made.result set), or the failure to try elsewhere; throws when nothing may be tried after it (the
- * answer was committed, or the request was cancelled).
- */
-async function attemptOn(
+function waited(
   deps: AttemptLoopDeps,
-  limits: AttemptLimits,
+  flow: FlowTicket | undefined,
+  made: AttemptsMade,
+  waitedMs: number,
+): void {
+  made.queueWaitMs += waitedMs;
+  if (flow !== undefined) deps.recorder.waited(flow.band, waitedMs / 1000);
+}
+
+/** What one attempt on the selected backend sends and how it reports back (made.committed, the relay). */
+function planOf(
+  deps: AttemptLoopDeps,
   request: RoutedRequest,
-  res: AnswerSink,
   ctx: CancellableRequest,
   selection: Selection<Backend>,
   abort: AttemptAbort,
   relays: RelayMaker,
   made: AttemptsMade,
-): Promise<AttemptFailure | undefined> {
+): AttemptPlan {
   const { backend } = selection;
   const { tier, sessionId } = request;
-  let committed = false;
-  try {
-    const result = await (deps.runAttempt ?? runAttempt)(
-      limits.attemptEnv,
-      {
-        backend,
-        upstream: deps.pools.get(backend),
-        method: "POST",
-        path: request.path,
-        body: request.bodies.forModel(backend.model),
-        stream: request.stream,
-        meta: {
-          session_id: sessionId ?? null,
-          session_source: request.sessionSource ?? null,
-          tier,
-          tier_source: request.tierSource,
-          backend_id: backend.id,
-          affinity_hit: selection.affinityHit,
-          reason: selection.reason,
-          queue_wait_ms: Math.round(made.queueWaitMs),
-          attempts: made.attempts,
-          adapted: request.adaptation?.changes,
-          receipt: undefined,
-        },
-        requestId: ctx.requestId,
-        abort,
-        cancelled: () => ctx.cancelReason,
-        startedAtMs: ctx.startedAtMs,
-        createRelay: relays.create,
-        readResponseId: request.responses,
-        restoreBody: relays.restoreBody,
-        upstreamHeaders: backend.upstreamHeaders,
-        receipt:
-          request.receipt === undefined
-            ? undefined
-            : (usage, responseId) => {
-                const placement = { backendId: backend.id, tier, reason: selection.reason };
-                const receipt = request.receipt!.now(usage, placement, responseId);
-                return receipt === undefined ? undefined : receiptFields(receipt);
-              },
-        onCommit: () => {
-          committed = true;
-        },
-      },
-      res,
-    );
-    if (result.engineFault === true) deps.recorder.failed(backend);
-    else if (result.status < 500 && result.streamError === undefined) deps.recorder.succeeded(backend);
-    made.result = result;
-    return undefined;
-  } catch (err) {
-    if (!(err instanceof AttemptFailure) || committed) throw err;
-    await attemptFailed(deps, sessionId, tier, backend, err.healthSignal);
-    const cause = err.cause instanceof Error ? err.cause.message : undefined;
-    deps.logger.warn(
-      { reqId: ctx.requestId, backend: backend.id, err: err.message, cause },
-      "attempt failed",
-    );
-    return err;
-  } finally {
-    deps.slots.release(backend, request.flow);
-    if (relays.made !== undefined) made.generatedEvents = relays.made.generatedEvents;
-  }
+  made.committed = false;
+  return {
+    backend,
+    upstream: deps.pools.get(backend),
+    method: "POST",
+    path: request.path,
+    body: request.bodies.forModel(backend.model),
+    stream: request.stream,
+    meta: {
+      session_id: sessionId ?? null,
+      session_source: request.sessionSource ?? null,
+      tier,
+      tier_source: request.tierSource,
+      backend_id: backend.id,
+      affinity_hit: selection.affinityHit,
+      reason: selection.reason,
+      queue_wait_ms: Math.round(made.queueWaitMs),
+      attempts: made.attempts,
+      adapted: request.adaptation?.changes,
+      receipt: undefined,
+    },
+    requestId: ctx.requestId,
+    abort,
+    cancelled: () => ctx.cancelReason,
+    startedAtMs: ctx.startedAtMs,
+    createRelay: relays.create,
+    readResponseId: request.responses,
+    restoreBody: relays.restoreBody,
+    upstreamHeaders: backend.upstreamHeaders,
+    receipt:
+      request.receipt === undefined
+        ? undefined
+        : (usage, responseId) => {
+            const placement = { backendId: backend.id, tier, reason: selection.reason };
+            const receipt = request.receipt!.now(usage, placement, responseId);
+            return receipt === undefined ? undefined : receiptFields(receipt);
+          },
+    onCommit: () => {
+      made.committed = true;
+    },
+  };
 }
 
 /** The error when no attempt answered: the last failure's, or no backend at all. */

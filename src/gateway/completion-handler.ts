@@ -3,6 +3,7 @@
 // Each stage returns what it decided; the handler records the turn's facts on the request's context once, when
 // it ends, for the log line, the metrics and the trace (the server writes them when the response is done).
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { LookedUp } from "../affinity/placement-service.js";
 import { flowTicket, type FlowTicket } from "../admission/flow-queue/flow-ticket.js";
 import { GatewayError } from "../core/errors.js";
 import type { Receipt } from "../receipts/receipt-rules.js";
@@ -10,14 +11,16 @@ import { admit, estimatePromptTokens, type Admission, type BudgetHold } from "./
 import { runAttemptLoop, type AttemptLoopDeps, type AttemptsMade } from "./attempt-loop.js";
 import type { Endpoint } from "./completion-request.js";
 import type { RequestContext } from "./request-context.js";
-import type { RouteDeps } from "./route-tier.js";
+import { readBody } from "./read-body.js";
+import { routeRequest, type RouteDecision, type RouteDeps } from "./route-tier.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import {
   chargeTurn,
   identifyTurn,
   parseTurn,
-  routeTurn,
+  releaseHold,
   settleAnswer,
+  startHold,
   upstreamBodies,
   type ParsedTurn,
   type TurnSession,
@@ -58,22 +61,36 @@ export async function handleCompletion(
   let usage: TokenUsage | undefined;
   let receipted: Receipt | undefined;
   try {
-    // 1. Admit (the API key was checked by the server). 2. Parse. 3. Route.
+    // 1. Admit (the API key was checked by the server). 2. Parse, and name the session.
     admission = admit(req.headersDistinct, ctx.apiKey, settings, live.budgets, deps.clock.nowMs());
-    parsed = await parseTurn(req, endpoint, settings);
+    parsed = parseTurn(await readBody(req, settings.maxBodyBytes), endpoint, settings);
     const { request } = parsed;
     session = identifyTurn(deps, req, endpoint, request, settings, ctx.requestId);
+    // 3. Route, with the budget hold and the previous turn's receipt read alongside.
     const receipt =
       charged && settings.receipts.enabled ? deps.receipts.begin(session.sessionId, request) : undefined;
-    const { route, binding, holding } = await routeTurn(
-      deps,
-      live,
-      admission,
-      parsed,
-      session,
-      receipt,
-      charged,
-    );
+    const holding = startHold(admission, request, charged, deps.clock.nowMs());
+    let route: RouteDecision;
+    let binding: LookedUp;
+    try {
+      // The session's binding, looked up once for the turn: routing reads it, the first attempt places by it.
+      binding = await deps.scheduler.lookup(session.sessionId);
+      // The answer carries the receipt only once the previous turn is in (a shared store's read is bounded).
+      if (receipt !== undefined && !receipt.loaded) await receipt.reading;
+      const routing = routeRequest(
+        deps,
+        live,
+        admission.client,
+        session.sessionId,
+        request,
+        session.conversation,
+        binding.binding,
+      );
+      route = routing instanceof Promise ? await routing : routing;
+    } catch (err) {
+      releaseHold(holding, deps.clock);
+      throw err;
+    }
     tier = route.tier;
     hold = await holding;
     // Who goes next when the engine is full: the request's flow (agent, else the client's session) and band.
@@ -112,7 +129,8 @@ export async function handleCompletion(
       throw route.onlyBackend === undefined
         ? made.error
         : namingTheConversation(made.error, request.previousResponseId!);
-    ({ usage, receipt: receipted } = await settleAnswer(deps, parsed, session, tier, made, receipt, charged));
+    const settling = settleAnswer(deps, parsed, session, tier, made, receipt, charged);
+    ({ usage, receipt: receipted } = settling instanceof Promise ? await settling : settling);
   } finally {
     if (flow !== undefined) chargeTurn(deps, parsed!.request, hold, flow, usage, made?.generatedEvents);
     recordTurn(ctx, admission, parsed, session, tier, flow, made, receipted);
@@ -146,11 +164,7 @@ function recordTurn(
       ctx.reason = selection.reason;
       ctx.affinityHit = selection.affinityHit;
     }
-    if (made.generatedEvents !== undefined) ctx.generatedEvents = made.generatedEvents;
-    if (made.result !== undefined) {
-      ctx.status = made.result.status;
-      ctx.streamError = made.result.streamError;
-    }
+    if (made.result !== undefined) ctx.streamError = made.result.streamError;
   }
   if (receipt !== undefined) ctx.receipt = receipt;
 }

@@ -26,8 +26,6 @@ export interface RequestContext {
   affinityHit?: boolean;
   attempts: number;
   queueWaitMs: number;
-  /** The status actually sent (set by whoever writes the response). */
-  status?: number;
   errorCode?: string;
   streamError?: string;
   clientClosed?: boolean;
@@ -41,8 +39,6 @@ export interface RequestContext {
   adapted?: readonly string[];
   /** The turn's route receipt (src/receipts), once the engine reported its usage. */
   receipt?: Receipt;
-  /** Generation events of the stream that reached the client (charged when the engine's usage never came). */
-  generatedEvents?: number;
 }
 
 /** Cancels a request: records why and aborts its attempt in progress (queued or talking to an engine). */

@@ -1,7 +1,6 @@
 // The stages of a completion turn that the handler composes (completion-handler.ts): each takes only what it
 // needs and returns what it decided as a typed record; none writes the request's context.
 import type { IncomingMessage } from "node:http";
-import type { LookedUp } from "../affinity/placement-service.js";
 import type { FlowTicket } from "../admission/flow-queue/flow-ticket.js";
 import { serviceTokens } from "../admission/flow-queue/flow-ticket.js";
 import type { Clock } from "../core/clock.js";
@@ -16,10 +15,7 @@ import {
   type CompletionRequest,
   type Endpoint,
 } from "./completion-request.js";
-import { readBody } from "./read-body.js";
 import { continuedConversation, rememberResponse, type Conversation } from "./response-chain.js";
-import { routeRequest, type RouteDecision } from "./route-tier.js";
-import type { LiveState } from "./runtime.js";
 import { identifySession } from "./session-identity.js";
 import type { CompletionDeps } from "./completion-handler.js";
 import type { GatewaySettings } from "./settings.js";
@@ -36,12 +32,8 @@ export interface ParsedTurn {
   readonly prompt: string | undefined;
 }
 
-export async function parseTurn(
-  req: IncomingMessage,
-  endpoint: Endpoint,
-  settings: GatewaySettings,
-): Promise<ParsedTurn> {
-  const raw = await readBody(req, settings.maxBodyBytes);
+/** Parses the body read (readBody) as `endpoint`'s request and adapts what a stock engine would refuse. */
+export function parseTurn(raw: Buffer, endpoint: Endpoint, settings: GatewaySettings): ParsedTurn {
   const request = parseCompletionRequest(raw, endpoint);
   return {
     raw,
@@ -87,54 +79,28 @@ export function identifyTurn(
   };
 }
 
-/** Stage 3: where the turn goes, the binding its first attempt places by, and its budget hold in the making. */
-export interface RoutedTurn {
-  readonly route: RouteDecision;
-  readonly binding: LookedUp;
-  /** The budget hold: a refusal rejects it (the answer then names the tier routing chose). */
-  readonly holding: Promise<BudgetHold | undefined>;
+/**
+ * The budget hold of a turn, started before routing so that, with both stores in Redis, its round trip runs
+ * alongside the binding lookup's. A refusal rejects it (awaited, and thrown, once routing is done).
+ */
+export function startHold(
+  admission: Admission,
+  request: CompletionRequest,
+  charged: boolean,
+  nowMs: number,
+): Promise<BudgetHold | undefined> {
+  if (!charged) return NO_HOLD;
+  const holding = reserveBudget(admission, request, nowMs);
+  void holding.catch(() => undefined);
+  return holding;
 }
 
-/**
- * Routes the turn. The budget hold starts first so that, with both stores in Redis, its round trip runs
- * alongside the binding lookup's; the previous turn's receipt is read alongside too. A routing failure frees a
- * granted hold, and its error is the answer (as a refused hold's is, when the caller awaits it).
- */
-export async function routeTurn(
-  deps: CompletionDeps,
-  live: LiveState,
-  admission: Admission,
-  parsed: ParsedTurn,
-  session: TurnSession,
-  receipt: PendingReceipt | undefined,
-  charged: boolean,
-): Promise<RoutedTurn> {
-  const { clock } = deps;
-  const holding = charged ? reserveBudget(admission, parsed.request, clock.nowMs()) : NO_HOLD;
-  void holding.catch(() => undefined); // a refusal is awaited, and thrown, below
-  try {
-    // The session's binding, looked up once for the turn: routing reads it, the first attempt places by it.
-    const binding = await deps.scheduler.lookup(session.sessionId);
-    // The answer carries the receipt only once the previous turn is in (a shared store's read is bounded).
-    if (receipt !== undefined && !receipt.loaded) await receipt.reading;
-    const routing = routeRequest(
-      deps,
-      live,
-      admission.client,
-      session.sessionId,
-      parsed.request,
-      session.conversation,
-      binding.binding,
-    );
-    const route = routing instanceof Promise ? await routing : routing;
-    return { route, binding, holding };
-  } catch (err) {
-    void holding.then(
-      (granted) => granted?.settle(undefined, clock.nowMs()),
-      () => undefined,
-    );
-    throw err;
-  }
+/** Routing failed: its error is the answer, and a hold granted meanwhile is freed. */
+export function releaseHold(holding: Promise<BudgetHold | undefined>, clock: Clock): void {
+  void holding.then(
+    (granted) => granted?.settle(undefined, clock.nowMs()),
+    () => undefined,
+  );
 }
 
 const NO_HOLD: Promise<BudgetHold | undefined> = Promise.resolve(undefined);
@@ -164,7 +130,7 @@ const NOT_SETTLED: SettledTurn = { usage: undefined, receipt: undefined };
  * An answered turn: its response remembered (Responses API), its tokens counted, its receipt settled (the
  * previous turn is in by now: the receipt is ready at once).
  */
-export async function settleAnswer(
+export function settleAnswer(
   deps: CompletionDeps,
   parsed: ParsedTurn,
   session: TurnSession,
@@ -172,7 +138,7 @@ export async function settleAnswer(
   made: AttemptsMade,
   receipt: PendingReceipt | undefined,
   charged: boolean,
-): Promise<SettledTurn> {
+): SettledTurn | Promise<SettledTurn> {
   const result = made.result!;
   const backend = made.selection?.backend;
   if (result.responseId !== undefined && parsed.request.store && session.sessionId !== undefined)
@@ -183,9 +149,13 @@ export async function settleAnswer(
   if (receipt === undefined || backend === undefined) return { usage, receipt: undefined };
   const placement = { backendId: backend.id, tier, reason: made.selection!.reason };
   const settling = receipt.settle(usage, placement, result.responseId);
-  const settled = settling instanceof Promise ? await settling : settling;
-  deps.metrics.receipt(settled);
-  return { usage, receipt: settled };
+  if (settling instanceof Promise) return settling.then((settled) => receipted(deps, usage, settled));
+  return receipted(deps, usage, settling);
+}
+
+function receipted(deps: CompletionDeps, usage: TokenUsage, receipt: Receipt): SettledTurn {
+  deps.metrics.receipt(receipt);
+  return { usage, receipt };
 }
 
 /**
