@@ -18,14 +18,19 @@
 // slot. That also survives a re-tokenized reply, but lets a new conversation whose system prompt is most of another
 // conversation's state overwrite that history while a slot is free.
 
-/** Why a request waiting for a slot never got one: withdrawn by its signal, or the engine is closing. */
-export class SlotWaitError extends Error {
+import { SimRequestError } from "../sim/errors.js";
+
+/**
+ * Why a request waiting for a slot never got one: withdrawn by its signal (the client left), or the engine is
+ * closing. One of the engines' errors (SimRequestError): a 500 in vLLM's envelope if it reaches a client.
+ */
+export class SlotWaitError extends SimRequestError {
   override name = "SlotWaitError";
   constructor(
     readonly code: "aborted" | "engine_closing",
     message: string,
   ) {
-    super(message);
+    super(message, 500, "InternalServerError");
   }
 }
 
