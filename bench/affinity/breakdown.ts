@@ -161,7 +161,7 @@ for (const [label, clock, recorder] of [
     clock,
     balancer: createBalancer("least_inflight", new SeededRandom(1)),
     recorder: recorder ?? { hit() {}, miss() {}, broken() {}, spill() {} },
-    stickyTtlSeconds: 1800,
+    stickyTtlMs: 1_800_000,
     loadFactor: 1.25,
     sessionless: "prefix",
   });

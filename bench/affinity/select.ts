@@ -50,7 +50,7 @@ function scheduler(store: StickyTable): PlacementService {
     clock: systemClock,
     balancer: createBalancer("least_inflight", new SeededRandom(1)),
     recorder: args.metrics ? new GatewayMetrics({ backends: () => [], queueDepth: () => 0 }) : noRecorder,
-    stickyTtlSeconds: 1800,
+    stickyTtlMs: 1_800_000,
     loadFactor: 1.25,
     sessionless: "prefix",
   });

@@ -104,7 +104,7 @@ async function main(): Promise<void> {
       { logger, listen: { host: "127.0.0.1", port: 0 } },
     );
   const gateways = { memory: await gatewayFor("memory"), redis: await gatewayFor("redis") };
-  await gateways.redis.runtime.sharedBindings!.flush();
+  await gateways.redis.runtime.bindings.flush();
   for (const concurrency of [1, 64]) {
     const results: Record<
       string,

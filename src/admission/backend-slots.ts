@@ -1,6 +1,6 @@
 // Enforces each backend's max_inflight: a request takes a slot or waits, time-limited, in the flow scheduler's
 // queue (flow-queue/), which decides who takes a slot that frees; the engine a request waits for is placement's.
-import { systemClock } from "../core/clock.js";
+import { systemClock, systemTimers, type Timers } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import { AttainedService } from "./flow-queue/attained-service.js";
 import { FlowDispatcher, type FlowRequest, type SlotTarget } from "./flow-queue/flow-dispatcher.js";
@@ -31,7 +31,8 @@ export interface WaitAbort {
 interface Waiter extends FlowRequest {
   resolve: () => void;
   reject: (err: Error) => void;
-  timer: NodeJS.Timeout;
+  /** Cancels the queue timeout. */
+  cancelTimeout: () => void;
   abort: WaitAbort | undefined;
   ticket: FlowTicket;
 }
@@ -54,6 +55,8 @@ export class BackendSlots {
   constructor(
     private settings: QueueSettings,
     readonly service: AttainedService = new AttainedService(DEFAULT_SERVICE, systemClock),
+    /** Where queue timeouts run (a gateway on a manual clock times its queues out on it). */
+    private readonly timers: Timers = systemTimers,
   ) {
     this.dispatcher = new FlowDispatcher<Waiter>(dispatcherSettings(settings), service);
     this.plain = gatewayTicket(settings.defaultBand ?? 0);
@@ -120,7 +123,7 @@ export class BackendSlots {
         resolve,
         reject,
         abort,
-        timer: setTimeout(() => {
+        cancelTimeout: this.timers.after(this.settings.queueTimeoutMs, () => {
           this.dispatcher.withdraw(waiter);
           waiter.abort?.listen(undefined);
           reject(
@@ -130,11 +133,11 @@ export class BackendSlots {
               { retryAfterSeconds: Math.ceil(this.settings.queueTimeoutMs / 1000) },
             ),
           );
-        }, this.settings.queueTimeoutMs),
+        }),
       };
       abort?.listen((why) => {
         this.dispatcher.withdraw(waiter);
-        clearTimeout(waiter.timer);
+        waiter.cancelTimeout();
         reject(why);
       });
       const { shed } = this.dispatcher.arrive(waiter);
@@ -195,7 +198,7 @@ export class BackendSlots {
   }
 
   private settle(waiter: Waiter): void {
-    clearTimeout(waiter.timer);
+    waiter.cancelTimeout();
     waiter.abort?.listen(undefined);
   }
 }

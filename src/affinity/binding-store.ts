@@ -65,4 +65,14 @@ export interface BindingStore {
   clear(): void;
   /** Where broken bindings are counted (the placement service's recorder); one listener. */
   onBroken(listener: BrokenListener): void;
+
+  // Its lifecycle (as BudgetStore's): a memory store answers each at once.
+  /** Resolves true once the store answers (at once for memory), false after `timeoutMs`. */
+  connected(timeoutMs: number): Promise<boolean>;
+  /** A reloaded sticky TTL: how far a shared store's lookups slide, how long lapsed bindings stay readable. */
+  configure(stickyTtlMs: number): void;
+  /** Resolves when every write sent so far has been answered (or failed open). */
+  flush(): Promise<void>;
+  /** Releases the store's connections; nothing is called on it afterwards. */
+  close(): Promise<void>;
 }

@@ -36,13 +36,15 @@ const IGNORE_BROKEN: BrokenListener = () => undefined;
 /** Resolved once: the memory store answers without waiting, and the hot path allocates no promise for it. */
 const DONE: Promise<void> = Promise.resolve();
 
+const CONNECTED: Promise<boolean> = Promise.resolve(true);
+
 /**
- * The memory store. The Redis store extends it: its table is then the replica's local view, which sweeps,
+ * The memory store. The Redis store wraps one: its table is then the replica's local view, which sweeps,
  * moves and counts stay on.
  */
 export class MemoryBindingStore implements BindingStore {
   /** Where broken bindings are reported (the placement service's recorder). */
-  protected broken: BrokenListener = IGNORE_BROKEN;
+  private broken: BrokenListener = IGNORE_BROKEN;
 
   constructor(readonly table: StickyTable) {}
 
@@ -84,5 +86,20 @@ export class MemoryBindingStore implements BindingStore {
 
   onBroken(listener: BrokenListener): void {
     this.broken = listener;
+  }
+
+  connected(_timeoutMs: number): Promise<boolean> {
+    return CONNECTED;
+  }
+
+  /** The table's entries carry their own expiry: nothing to change. */
+  configure(_stickyTtlMs: number): void {}
+
+  flush(): Promise<void> {
+    return DONE;
+  }
+
+  close(): Promise<void> {
+    return DONE;
   }
 }

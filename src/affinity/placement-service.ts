@@ -31,7 +31,7 @@ export interface PlacementServiceOptions {
   balancer: Balancer;
   recorder: AffinityRecorder;
   /** 0 disables affinity: no bindings, no rendezvous. */
-  stickyTtlSeconds: number;
+  stickyTtlMs: number;
   rebalanceOnRecovery?: boolean;
   /** Bounded-load factor c >= 1 (affinity.load_factor); 0 turns the bound and spilling off. */
   loadFactor: number;
@@ -46,7 +46,13 @@ export interface PlacementServiceOptions {
 /** What a reload may change. */
 export type SchedulerSettings = Pick<
   PlacementServiceOptions,
-  "stickyTtlSeconds" | "rebalanceOnRecovery" | "balancer" | "loadFactor" | "sessionless" | "policy"
+  | "stickyTtlMs"
+  | "rebalanceOnRecovery"
+  | "balancer"
+  | "loadFactor"
+  | "sessionless"
+  | "policy"
+  | "engineSignalMaxAgeMs"
 >;
 
 /** A session's binding as one lookup found it (undefined inside: never bound, or not read). */
@@ -74,6 +80,11 @@ export class PlacementService {
     this.store.onBroken((tier, count) => this.recorder.broken(tier, count));
   }
 
+  /** Engine readings older than this are not placed by (a reload of the poll interval moves it). */
+  get engineSignalMaxAgeMs(): number {
+    return this.settings.engineSignalMaxAgeMs;
+  }
+
   get affinityEnabled(): boolean {
     return this.settings.ttlMs > 0;
   }
@@ -84,9 +95,13 @@ export class PlacementService {
    */
   configure(settings: SchedulerSettings): void {
     const previous = this.settings;
-    if (settings.stickyTtlSeconds <= 0 && previous.ttlMs > 0) this.store.clear();
+    if (settings.stickyTtlMs <= 0 && previous.ttlMs > 0) this.store.clear();
     this.rebalanceOnRecovery = settings.rebalanceOnRecovery ?? false;
-    this.settings = placementSettings(settings, previous.engineSignalMaxAgeMs, previous.policy);
+    this.settings = placementSettings(
+      settings,
+      settings.engineSignalMaxAgeMs ?? previous.engineSignalMaxAgeMs,
+      previous.policy,
+    );
   }
 
   /**
@@ -201,7 +216,7 @@ function placementSettings(
   previousPolicy: PlacementPolicy | undefined,
 ): PlacementSettings {
   return {
-    ttlMs: settings.stickyTtlSeconds * 1000,
+    ttlMs: settings.stickyTtlMs,
     loadFactor: settings.loadFactor,
     sessionless: settings.sessionless,
     balancer: settings.balancer,

@@ -20,8 +20,11 @@ import {
   EXPIRED,
   type BindingEffect,
   type BindingLookup,
+  type BindingStore,
+  type BrokenListener,
   type LookupPurpose,
 } from "./binding-store.js";
+import type { Hash64 } from "./hash.js";
 import { MemoryBindingStore } from "./memory-bindings.js";
 import { UNAVAILABLE } from "../store/redis-link.js";
 import type { RedisSubscription } from "../store/redis-subscription.js";
@@ -62,8 +65,17 @@ export function refreshToleranceMs(stickyTtlMs: number): number {
 
 const MAX_REFRESH_TOLERANCE_MS = 1000;
 
-/** The memory store (its table is this replica's local view: sweep, moveSessions, countFor) plus Redis. */
-export class RedisBindingStore extends MemoryBindingStore {
+/**
+ * A memory store (this replica's local view: sweep, moveSessions and countFor stay on it) wrapped with Redis.
+ * Outside the BindingStore contract it offers only what its wiring and its own tests need (invalidations and
+ * the counts below); the gateway holds it as a BindingStore.
+ */
+export class RedisBindingStore implements BindingStore {
+  /** The local view; its table is read and written directly where a lookup loads Redis's answer. */
+  private readonly local: MemoryBindingStore;
+  private readonly table: StickyTable;
+  /** Where broken bindings are counted (the placement service's recorder). */
+  private broken: BrokenListener = () => undefined;
   private readonly remote: RedisBindings;
   private readonly writes: WriteBehind<BindingWrite>;
   private stickyTtlMs: number;
@@ -74,7 +86,8 @@ export class RedisBindingStore extends MemoryBindingStore {
   private subscription: RedisSubscription | undefined;
 
   constructor(options: RedisBindingStoreOptions) {
-    super(options.local);
+    this.local = new MemoryBindingStore(options.local);
+    this.table = options.local;
     this.remote = options.remote;
     this.stickyTtlMs = options.stickyTtlMs;
     this.remote.link.onReady(() => this.forgetConfirmed());
@@ -147,7 +160,7 @@ export class RedisBindingStore extends MemoryBindingStore {
    * routing a turn slides a live binding's TTL in the same script. When Redis does not answer, the local
    * table answers alone.
    */
-  override async lookup(sessionId: string, nowMs: number, purpose: LookupPurpose): Promise<BindingLookup> {
+  async lookup(sessionId: string, nowMs: number, purpose: LookupPurpose): Promise<BindingLookup> {
     const route = purpose === "route";
     if (route && this.confirmed.has(sessionId)) {
       // Nothing changed its routing since it was confirmed: the local binding is Redis's, and the TTL
@@ -184,7 +197,7 @@ export class RedisBindingStore extends MemoryBindingStore {
     }
   }
 
-  override apply(effects: readonly BindingEffect[], nowMs: number): Promise<void> {
+  apply(effects: readonly BindingEffect[], nowMs: number): Promise<void> {
     for (const effect of effects) {
       switch (effect.kind) {
         case "bind":
@@ -238,7 +251,7 @@ export class RedisBindingStore extends MemoryBindingStore {
     this.writes.submit({ kind: "write", sessionId, backendId, expiresAtMs, atMs: nowMs });
   }
 
-  override breakBackend(backendId: string, tier: string, nowMs: number): Promise<number> {
+  breakBackend(backendId: string, tier: string, nowMs: number): Promise<number> {
     this.forgetConfirmed();
     const localCount = this.table.breakBackend(backendId, nowMs);
     this.writes.submit({ kind: "breakBackend", backendId, tier, atMs: nowMs, localCount });
@@ -246,9 +259,30 @@ export class RedisBindingStore extends MemoryBindingStore {
   }
 
   /** Local only (a reload turned affinity off): Redis's bindings lapse by themselves. */
-  override clear(): void {
+  clear(): void {
     this.forgetConfirmed();
     this.table.clear();
+  }
+
+  sweep(nowMs: number, maxEntries: number): Promise<number> {
+    return this.local.sweep(nowMs, maxEntries);
+  }
+
+  moveSessions(
+    fromBackendId: string,
+    toBackendId: string,
+    nowMs: number,
+    shouldMove: (placement: Hash64) => boolean,
+  ): Promise<number> {
+    return this.local.moveSessions(fromBackendId, toBackendId, nowMs, shouldMove);
+  }
+
+  countFor(backendId: string): number {
+    return this.local.countFor(backendId);
+  }
+
+  onBroken(listener: BrokenListener): void {
+    this.broken = listener;
   }
 
   /** Resolves true once the shared store answers, false after `timeoutMs` (then the replica decides alone). */

@@ -1,6 +1,6 @@
 // Reads every engine's /metrics periodically, so the gateway knows each engine's own load and cache truth.
 import { Agent } from "undici";
-import type { Clock } from "../core/clock.js";
+import { backgroundTimers, type Clock, type Timers } from "../core/clock.js";
 import { parseEngineLoad } from "./engine-load.js";
 import type { BackendRegistry } from "./registry.js";
 
@@ -13,13 +13,15 @@ export interface LoadPollSettings {
 export class EngineLoadPoller {
   // Like the probes: connections of its own, so a busy request pool never delays a reading.
   private readonly agent = new Agent({ connections: 1, pipelining: 1, keepAliveTimeout: 60_000 });
-  private timer: NodeJS.Timeout | undefined;
+  /** Cancels the next reading, when one is scheduled. */
+  private cancel: (() => void) | undefined;
   private polling = false;
 
   constructor(
     private readonly registry: BackendRegistry,
     private readonly clock: Clock,
     private settings: LoadPollSettings,
+    private readonly timers: Timers = backgroundTimers,
   ) {}
 
   start(): void {
@@ -32,8 +34,8 @@ export class EngineLoadPoller {
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancel?.();
+    this.cancel = undefined;
     this.settings = { ...this.settings, intervalMs: 0 };
     await this.agent.destroy().catch(() => undefined);
   }
@@ -66,11 +68,10 @@ export class EngineLoadPoller {
   }
 
   private reschedule(delayMs: number): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancel?.();
+    this.cancel = undefined;
     if (this.settings.intervalMs <= 0) return;
-    this.timer = setTimeout(() => void this.tick(), delayMs);
-    this.timer.unref();
+    this.cancel = this.timers.after(delayMs, () => void this.tick());
   }
 
   private async tick(): Promise<void> {

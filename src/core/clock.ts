@@ -41,6 +41,15 @@ export const systemTimers: Timers = {
   },
 };
 
+/** System timers that do not keep the process alive (background loops: sweeps, engine readings). */
+export const backgroundTimers: Timers = {
+  after(delayMs, callback) {
+    const timer = setTimeout(callback, delayMs);
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
 /** Timers on a ManualClock: nothing fires until `advance` moves the clock past a timer's due time. */
 export class ManualTimers implements Timers {
   private pending: { dueMs: number; order: number; callback: () => void }[] = [];

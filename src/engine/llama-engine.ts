@@ -1,7 +1,7 @@
 // The engine core: one llama.cpp context whose sequences are the slots, and generation with prefix reuse.
 import { ChatPrompt } from "./chat-prompt.js";
 import type { LlamaContext, LlamaModel, LlamaSequence } from "./llama-binding.js";
-import { SlotPool } from "./slots.js";
+import { SlotPool, SlotWaitError } from "./slots.js";
 
 export interface EngineShape {
   slots: number;
@@ -160,7 +160,7 @@ export class LlamaEngine {
 
   /** Refuses the requests still waiting for a slot; running ones end through their own signals. */
   stopWaiting(): void {
-    this.pool.rejectWaiting(new Error("engine closing"));
+    this.pool.rejectWaiting(new SlotWaitError("engine_closing", "engine closing"));
   }
 
   async dispose(): Promise<void> {

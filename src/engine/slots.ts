@@ -18,6 +18,22 @@
 // slot. That also survives a re-tokenized reply, but lets a new conversation whose system prompt is most of another
 // conversation's state overwrite that history while a slot is free.
 
+import { SimRequestError } from "../sim/errors.js";
+
+/**
+ * Why a request waiting for a slot never got one: withdrawn by its signal (the client left), or the engine is
+ * closing. One of the engines' errors (SimRequestError): a 500 in vLLM's envelope if it reaches a client.
+ */
+export class SlotWaitError extends SimRequestError {
+  override name = "SlotWaitError";
+  constructor(
+    readonly code: "aborted" | "engine_closing",
+    message: string,
+  ) {
+    super(message, 500, "InternalServerError");
+  }
+}
+
 export interface SlotLike {
   /** The tokens whose state the slot holds now. */
   readonly contextTokens: readonly number[];
@@ -80,7 +96,10 @@ export class SlotPool<S extends SlotLike> {
 
   /** Resolves with a slot as soon as one is free; `signal` withdraws a request that is still waiting. */
   acquire(prompt: readonly number[], signal?: AbortSignal): Promise<Claim<S>> {
-    if (signal?.aborted) return Promise.reject(new Error("aborted"));
+    if (signal?.aborted)
+      return Promise.reject(
+        new SlotWaitError("aborted", "the request was withdrawn while waiting for a slot"),
+      );
     if (this.idle.length > 0 && this.waiters.length === 0) return Promise.resolve(this.take(prompt));
     return new Promise((resolve, reject) => {
       const waiter: Waiter<S> = { prompt, resolve, reject };
@@ -91,7 +110,7 @@ export class SlotPool<S extends SlotLike> {
           const index = this.waiters.indexOf(waiter);
           if (index < 0) return;
           this.waiters.splice(index, 1);
-          reject(new Error("aborted"));
+          reject(new SlotWaitError("aborted", "the request was withdrawn while waiting for a slot"));
         },
         { once: true },
       );

@@ -1,5 +1,6 @@
-// Stage 4 of a completion: pick a backend, take a slot, run one attempt, fail over to the next on failure.
-import type { PlacementHints } from "../affinity/decide.js";
+// Stage 4 of a completion: pick a backend, take a slot, run one attempt, fail over to the next on failure; what
+// it did is returned (attempts, queue wait, placement, the answer or the error), never written on the request.
+import type { PlacementHints, Selection } from "../affinity/decide.js";
 import type { LookedUp, PlacementService } from "../affinity/placement-service.js";
 import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
 import type { FlowTicket } from "../admission/flow-queue/flow-ticket.js";
@@ -11,7 +12,13 @@ import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { TierSource } from "../routing/tier-router.js";
 import type { Adaptation } from "./adaptation/adapt-request.js";
 import { AttemptAbort } from "./attempt-abort.js";
-import { runAttempt, type AnswerSink, type AttemptEnv, type AttemptResult } from "./attempt.js";
+import {
+  runAttempt,
+  type AnswerSink,
+  type AttemptEnv,
+  type AttemptPlan,
+  type AttemptResult,
+} from "./attempt.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
 import type { RequestContext } from "./request-context.js";
 import { MessagesRelay } from "./messages-relay.js";
@@ -22,16 +29,51 @@ import { AttemptFailure } from "./upstream-failure.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 import { receiptFields, type PendingReceipt } from "../receipts/turn-receipts.js";
 
-/** The loop's collaborators. */
+/** Where the loop places each attempt: the placement service (affinity/placement-service.ts). */
+export type Placer = Pick<PlacementService, "place" | "onAttemptFailed">;
+
+/** Where an attempt takes its engine slot (admission/backend-slots.ts): at once, or after a wait. */
+export type Slots = Pick<BackendSlots, "acquire" | "release">;
+
+/** What the loop tells the rest of the gateway: metrics, and the engines' passive health (engine-outcomes.ts). */
+export interface AttemptRecorder {
+  selection(tier: string, reason: string): void;
+  retry(tier: string): void;
+  /** A wait for a slot ended (band: the request's priority band). */
+  waited(band: number, seconds: number): void;
+  succeeded(backend: Backend): void;
+  failed(backend: Backend): void;
+}
+
+/** One attempt on one engine: runAttempt (attempt.ts) in the gateway, a fake in the loop's unit test. */
+export type AttemptRunner = (env: AttemptEnv, plan: AttemptPlan, res: AnswerSink) => Promise<AttemptResult>;
+
+/** The loop's collaborators: small interfaces, each satisfied by one of the gateway's parts. */
 export interface AttemptLoopDeps {
   readonly clock: Clock;
   readonly logger: { warn(fields: object, message: string): void };
-  readonly registry: BackendRegistry;
-  readonly scheduler: PlacementService;
-  readonly slots: BackendSlots;
-  readonly pools: UpstreamPools;
-  readonly metrics: GatewayMetrics;
-  readonly outcomes: EngineOutcomes;
+  /** The tier's backends, the candidates of every attempt. */
+  readonly registry: Pick<BackendRegistry, "tier">;
+  readonly scheduler: Placer;
+  readonly slots: Slots;
+  readonly pools: Pick<UpstreamPools, "get">;
+  readonly recorder: AttemptRecorder;
+  /** runAttempt unless given (tests drive the loop without sockets). */
+  readonly runAttempt?: AttemptRunner;
+}
+
+/** The recorder of a gateway's parts: its metrics and its engines' outcomes (built once, at wiring). */
+export function attemptRecorder(
+  metrics: Pick<GatewayMetrics, "selection" | "retry" | "flows">,
+  outcomes: Pick<EngineOutcomes, "succeeded" | "failed">,
+): AttemptRecorder {
+  return {
+    selection: (tier, reason) => metrics.selection(tier, reason),
+    retry: (tier) => metrics.retry(tier),
+    waited: (band, seconds) => metrics.flows.waited(band, seconds),
+    succeeded: (backend) => outcomes.succeeded(backend),
+    failed: (backend) => outcomes.failed(backend),
+  };
 }
 
 /** What the loop reads of the request's live snapshot. */
@@ -77,169 +119,292 @@ export interface AttemptBodies {
 }
 
 /**
+ * What the loop reads of the request (its id, when it arrived, why it was cancelled) and the one thing it
+ * writes there: the attempt in progress, so that cancelling the request stops it.
+ */
+export type CancellableRequest = Pick<
+  RequestContext,
+  "requestId" | "startedAtMs" | "cancelReason" | "activeAttempt"
+>;
+
+/** What the loop found out, returned to its caller (never written on the request's context). */
+export interface AttemptsMade {
+  /** Attempts placed on an engine (0: none could be placed). */
+  attempts: number;
+  /** Time spent waiting for engine slots, over all attempts. */
+  queueWaitMs: number;
+  /** The last attempt's placement: the answering one's when an attempt answered. */
+  selection: Selection<Backend> | undefined;
+  /** Generation events of a stream that reached the client (charged when the engine's usage never came). */
+  generatedEvents: number | undefined;
+  /** The answering attempt's result (its response already written); undefined when none answered. */
+  result: AttemptResult | undefined;
+  /** Why no attempt answered: a GatewayError, or the request's cancel reason. */
+  error: unknown;
+  /** The last attempt's answer began to reach the client: nothing may be tried after it. */
+  committed: boolean;
+}
+
+/**
  * Tries backends in the order the scheduler gives until one answers, at most settings.maxAttempts times.
- * Resolves with the answering attempt's result (its response already written); throws a GatewayError when no
- * attempt could answer, or the request's cancel reason.
+ * Resolves with what it did: the answering attempt's result (its response already written), or the error
+ * that no attempt could answer (the caller answers it), with the attempts, queue wait and placement either way.
  */
 export async function runAttemptLoop(
   deps: AttemptLoopDeps,
   limits: AttemptLimits,
   request: RoutedRequest,
   res: AnswerSink,
-  ctx: RequestContext,
-): Promise<AttemptResult> {
-  const { tier, sessionId } = request;
+  ctx: CancellableRequest,
+): Promise<AttemptsMade> {
+  const made: AttemptsMade = {
+    attempts: 0,
+    queueWaitMs: 0,
+    selection: undefined,
+    generatedEvents: undefined,
+    result: undefined,
+    error: undefined,
+    committed: false,
+  };
   const exclude = new Set<string>();
-  // A relay is made when a stream reaches the client; what it relayed is charged if the stream ends early.
-  let relay: StreamRelay | undefined;
-  const restorer = request.adaptation?.restorer;
-  const createRelay = request.responses
-    ? (member: Buffer, receipt?: StreamReceipt): StreamRelay =>
-        (relay = new ResponsesRelay(member, restorer, receipt))
-    : request.messages
-      ? (member: Buffer, receipt?: StreamReceipt): StreamRelay => (relay = new MessagesRelay(member, receipt))
-      : (member: Buffer, receipt?: StreamReceipt): StreamRelay =>
-          (relay = new SseRelay(member, request.bodies.stripUsage, receipt));
+  const relays = new RelayMaker(request);
   let lastFailure: AttemptFailure | undefined;
-  while (ctx.attempts < limits.settings.maxAttempts) {
-    const tierBackends = deps.registry.tier(tier);
-    // The tier's Backends are the candidates: their in-flight and queued counts are kept by BackendSlots,
-    // their engine readings by the load poller, so nothing is built per request.
-    const candidates =
-      request.onlyBackend === undefined
-        ? tierBackends
-        : tierBackends.filter((b) => b.id === request.onlyBackend);
-    // Later attempts look the binding up again: the failure broke it, or another turn may have moved it.
-    const binding = ctx.attempts === 0 ? request.binding : undefined;
-    const selection = await deps.scheduler.place(
-      sessionId,
+  try {
+    while (made.attempts < limits.settings.maxAttempts) {
+      // Later attempts look the binding up again: the failure broke it, or another turn may have moved it.
+      const selection = await placeNext(
+        deps,
+        request,
+        exclude,
+        made.attempts === 0 ? request.binding : undefined,
+      );
+      if (selection === undefined) break;
+      const { backend } = selection;
+      made.attempts++;
+      made.selection = selection;
+      deps.recorder.selection(request.tier, selection.reason);
+      if (made.attempts > 1) deps.recorder.retry(request.tier);
+
+      const abort = new AttemptAbort();
+      ctx.activeAttempt = abort;
+      if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
+      // The common case takes a free slot at once, without a promise.
+      const taking = takeSlot(deps, backend, abort, request.flow, made);
+      const slotFailure = taking === undefined ? undefined : await taking;
+      if (slotFailure !== undefined) {
+        lastFailure = slotFailure;
+        exclude.add(backend.id);
+        continue;
+      }
+      try {
+        const plan = planOf(deps, request, ctx, selection, abort, relays, made);
+        const result = await (deps.runAttempt ?? runAttempt)(limits.attemptEnv, plan, res);
+        if (result.engineFault === true) deps.recorder.failed(backend);
+        else if (result.status < 500 && result.streamError === undefined) deps.recorder.succeeded(backend);
+        made.result = result;
+        return made;
+      } catch (err) {
+        if (!(err instanceof AttemptFailure) || made.committed) throw err;
+        lastFailure = err;
+        exclude.add(backend.id);
+        await attemptFailed(deps, request.sessionId, request.tier, backend, err.healthSignal);
+        const cause = err.cause instanceof Error ? err.cause.message : undefined;
+        deps.logger.warn(
+          { reqId: ctx.requestId, backend: backend.id, err: err.message, cause },
+          "attempt failed",
+        );
+      } finally {
+        deps.slots.release(backend, request.flow);
+        if (relays.made !== undefined) made.generatedEvents = relays.made.generatedEvents;
+      }
+    }
+    made.error = exhausted(request.tier, lastFailure, made.attempts);
+  } catch (err) {
+    made.error = err;
+  }
+  return made;
+}
+
+/** The next backend to try, or undefined when no candidate is left. */
+function placeNext(
+  deps: AttemptLoopDeps,
+  request: RoutedRequest,
+  exclude: ReadonlySet<string>,
+  binding: LookedUp | undefined,
+): Promise<Selection<Backend> | undefined> {
+  const tierBackends = deps.registry.tier(request.tier);
+  // The tier's Backends are the candidates: their in-flight and queued counts are kept by BackendSlots,
+  // their engine readings by the load poller, so nothing is built per request.
+  const candidates =
+    request.onlyBackend === undefined
+      ? tierBackends
+      : tierBackends.filter((b) => b.id === request.onlyBackend);
+  return deps.scheduler.place(
+    request.sessionId,
+    request.tier,
+    candidates,
+    exclude,
+    request.placement,
+    binding,
+  );
+}
+
+/**
+ * Takes a slot on `backend`: undefined when it was free (no promise), else the wait for it, which resolves
+ * undefined with the slot held, or the failure when the backend went away meanwhile (try another). The wait is
+ * added to `made` either way.
+ */
+function takeSlot(
+  deps: AttemptLoopDeps,
+  backend: Backend,
+  abort: AttemptAbort,
+  flow: FlowTicket | undefined,
+  made: AttemptsMade,
+): Promise<AttemptFailure | undefined> | undefined {
+  const waitStartedMs = deps.clock.nowMs();
+  const pending = deps.slots.acquire(backend, abort, flow);
+  if (pending === undefined) {
+    waited(deps, flow, made, deps.clock.nowMs() - waitStartedMs);
+    return undefined;
+  }
+  return waitForSlot(deps, backend, pending, flow, made, waitStartedMs);
+}
+
+async function waitForSlot(
+  deps: AttemptLoopDeps,
+  backend: Backend,
+  pending: Promise<void>,
+  flow: FlowTicket | undefined,
+  made: AttemptsMade,
+  waitStartedMs: number,
+): Promise<AttemptFailure | undefined> {
+  try {
+    await pending;
+    return undefined;
+  } catch (err) {
+    if (!(err instanceof SlotUnavailableError)) throw err;
+    return new AttemptFailure("upstream_error", `backend ${backend.id}: ${err.message}`, false);
+  } finally {
+    waited(deps, flow, made, deps.clock.nowMs() - waitStartedMs);
+  }
+}
+
+function waited(
+  deps: AttemptLoopDeps,
+  flow: FlowTicket | undefined,
+  made: AttemptsMade,
+  waitedMs: number,
+): void {
+  made.queueWaitMs += waitedMs;
+  if (flow !== undefined) deps.recorder.waited(flow.band, waitedMs / 1000);
+}
+
+/** What one attempt on the selected backend sends and how it reports back (made.committed, the relay). */
+function planOf(
+  deps: AttemptLoopDeps,
+  request: RoutedRequest,
+  ctx: CancellableRequest,
+  selection: Selection<Backend>,
+  abort: AttemptAbort,
+  relays: RelayMaker,
+  made: AttemptsMade,
+): AttemptPlan {
+  const { backend } = selection;
+  const { tier, sessionId } = request;
+  made.committed = false;
+  return {
+    backend,
+    upstream: deps.pools.get(backend),
+    method: "POST",
+    path: request.path,
+    body: request.bodies.forModel(backend.model),
+    stream: request.stream,
+    meta: {
+      session_id: sessionId ?? null,
+      session_source: request.sessionSource ?? null,
       tier,
-      candidates,
-      exclude,
-      request.placement,
-      binding,
-    );
-    if (selection === undefined) break;
-    const { backend } = selection;
-    ctx.attempts++;
-    ctx.backend = backend.id;
-    ctx.reason = selection.reason;
-    ctx.affinityHit = selection.affinityHit;
-    deps.metrics.selection(tier, selection.reason);
-    if (ctx.attempts > 1) deps.metrics.retry(tier);
-
-    const abort = new AttemptAbort();
-    ctx.activeAttempt = abort;
-    if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
-    const waitStartedMs = deps.clock.nowMs();
-    try {
-      const pending = deps.slots.acquire(backend, abort, request.flow);
-      if (pending !== undefined) await pending;
-    } catch (err) {
-      if (!(err instanceof SlotUnavailableError)) throw err;
-      lastFailure = new AttemptFailure("upstream_error", `backend ${backend.id}: ${err.message}`, false);
-      exclude.add(backend.id);
-      continue;
-    } finally {
-      const waitedMs = deps.clock.nowMs() - waitStartedMs;
-      ctx.queueWaitMs += waitedMs;
-      if (request.flow !== undefined) deps.metrics.flows.waited(request.flow.band, waitedMs / 1000);
-    }
-
-    let committed = false;
-    try {
-      const result = await runAttempt(
-        limits.attemptEnv,
-        {
-          backend,
-          upstream: deps.pools.get(backend),
-          path: request.path,
-          body: request.bodies.forModel(backend.model),
-          stream: request.stream,
-          meta: {
-            session_id: sessionId ?? null,
-            session_source: request.sessionSource ?? null,
-            tier,
-            tier_source: request.tierSource,
-            backend_id: backend.id,
-            affinity_hit: selection.affinityHit,
-            reason: selection.reason,
-            queue_wait_ms: Math.round(ctx.queueWaitMs),
-            attempts: ctx.attempts,
-            adapted: request.adaptation?.changes,
-            receipt: undefined,
+      tier_source: request.tierSource,
+      backend_id: backend.id,
+      affinity_hit: selection.affinityHit,
+      reason: selection.reason,
+      queue_wait_ms: Math.round(made.queueWaitMs),
+      attempts: made.attempts,
+      adapted: request.adaptation?.changes,
+      receipt: undefined,
+    },
+    requestId: ctx.requestId,
+    abort,
+    cancelled: () => ctx.cancelReason,
+    startedAtMs: ctx.startedAtMs,
+    createRelay: relays.create,
+    readResponseId: request.responses,
+    restoreBody: relays.restoreBody,
+    upstreamHeaders: backend.upstreamHeaders,
+    receipt:
+      request.receipt === undefined
+        ? undefined
+        : (usage, responseId) => {
+            const placement = { backendId: backend.id, tier, reason: selection.reason };
+            const receipt = request.receipt!.now(usage, placement, responseId);
+            return receipt === undefined ? undefined : receiptFields(receipt);
           },
-          requestId: ctx.requestId,
-          abort,
-          cancelled: () => ctx.cancelReason,
-          startedAtMs: ctx.startedAtMs,
-          createRelay,
-          readResponseId: request.responses,
-          restoreBody: restorer === undefined ? undefined : (body) => restorer.body(body),
-          upstreamHeaders: backend.upstreamHeaders,
-          receipt:
-            request.receipt === undefined
-              ? undefined
-              : (usage, responseId) => {
-                  // On the context before the answer ends: the request's log line is written when it does.
-                  const placement = { backendId: backend.id, tier, reason: selection.reason };
-                  const receipt = request.receipt!.now(usage, placement, responseId);
-                  ctx.receipt = receipt;
-                  return receipt === undefined ? undefined : receiptFields(receipt);
-                },
-          onCommit: () => {
-            committed = true;
-          },
-        },
-        res,
-      );
-      if (result.engineFault === true) deps.outcomes.failed(backend);
-      else if (result.status < 500 && result.streamError === undefined) deps.outcomes.succeeded(backend);
-      return result;
-    } catch (err) {
-      if (!(err instanceof AttemptFailure) || committed) throw err;
-      lastFailure = err;
-      exclude.add(backend.id);
-      await attemptFailed(deps, sessionId, tier, backend, err.healthSignal);
-      const cause = err.cause instanceof Error ? err.cause.message : undefined;
-      deps.logger.warn(
-        { reqId: ctx.requestId, backend: backend.id, err: err.message, cause },
-        "attempt failed",
-      );
-    } finally {
-      deps.slots.release(backend, request.flow);
-      if (relay !== undefined) ctx.generatedEvents = relay.generatedEvents;
-    }
+    onCommit: () => {
+      made.committed = true;
+    },
+  };
+}
+
+/** The error when no attempt answered: the last failure's, or no backend at all. */
+function exhausted(tier: string, lastFailure: AttemptFailure | undefined, attempts: number): GatewayError {
+  if (lastFailure === undefined)
+    return new GatewayError("no_healthy_backend", `no healthy backend in tier '${tier}'`, {
+      retryAfterSeconds: 5,
+    });
+  // Every engine said it is overloaded and when to come back: a 503 that says so, not a 502.
+  const retryAfterSeconds = lastFailure.retryAfterSeconds;
+  return new GatewayError(
+    lastFailure.code,
+    `${lastFailure.message}; ${attempts} attempt(s) made`,
+    retryAfterSeconds === undefined ? {} : { retryAfterSeconds, status: 503 },
+  );
+}
+
+/**
+ * Makes the relay of the request's event stream when a stream reaches the client (one per API), and keeps
+ * the last one made: what it relayed is charged if the stream ends early. The seam where a stream's relay is
+ * chosen: a relay that continues a broken stream elsewhere would be made here too.
+ */
+class RelayMaker {
+  made: StreamRelay | undefined;
+  readonly create: (member: Buffer, receipt?: StreamReceipt) => StreamRelay;
+  readonly restoreBody: ((body: Buffer) => Buffer) | undefined;
+
+  constructor(request: RoutedRequest) {
+    const restorer = request.adaptation?.restorer;
+    this.restoreBody = restorer === undefined ? undefined : (body) => restorer.body(body);
+    this.create = request.responses
+      ? (member, receipt) => (this.made = new ResponsesRelay(member, restorer, receipt))
+      : request.messages
+        ? (member, receipt) => (this.made = new MessagesRelay(member, receipt))
+        : (member, receipt) => (this.made = new SseRelay(member, request.bodies.stripUsage, receipt));
   }
-  if (lastFailure !== undefined) {
-    // Every engine said it is overloaded and when to come back: a 503 that says so, not a 502.
-    const retryAfterSeconds = lastFailure.retryAfterSeconds;
-    throw new GatewayError(
-      lastFailure.code,
-      `${lastFailure.message}; ${ctx.attempts} attempt(s) made`,
-      retryAfterSeconds === undefined ? {} : { retryAfterSeconds, status: 503 },
-    );
-  }
-  throw new GatewayError("no_healthy_backend", `no healthy backend in tier '${tier}'`, {
-    retryAfterSeconds: 5,
-  });
 }
 
 /**
  * A failed attempt's two consequences, in this order. The session's binding to the backend is broken first
- * (awaited); then the failure counts against the backend's health. outcomes.failed() may mark the backend
+ * (awaited); then the failure counts against the backend's health. recorder.failed() may mark the backend
  * down, and the registry tells its listeners synchronously, inside that call: the backend is retired (every
  * binding to it broken in the local view, see backend-changes.ts) before it returns. Breaking the session's
  * binding first means that retirement does not find it, so it is counted once (as this failure's), never
  * twice.
  */
 async function attemptFailed(
-  deps: Pick<AttemptLoopDeps, "scheduler" | "outcomes">,
+  deps: Pick<AttemptLoopDeps, "scheduler" | "recorder">,
   sessionId: string | undefined,
   tier: string,
   backend: Backend,
   healthSignal: boolean,
 ): Promise<void> {
   await deps.scheduler.onAttemptFailed(sessionId, tier, backend.id);
-  if (healthSignal) deps.outcomes.failed(backend);
+  if (healthSignal) deps.recorder.failed(backend);
 }

@@ -65,9 +65,17 @@ export interface AttemptPlan {
   backend: Backend;
   /** The backend's pooled connections and base path. */
   upstream: { pool: Dispatcher; basePath: string };
+  /** POST for completions; a stored response's read, delete or cancel uses GET, DELETE or POST. */
+  method: "POST" | "GET" | "DELETE";
   path: string;
-  body: Buffer;
+  /** undefined: no body (a stored response's routes). */
+  body: Buffer | undefined;
   stream: boolean;
+  /**
+   * The engine's answer goes to the client as it is, with only x-request-id and x-agent-serve-backend (a
+   * stored response's routes: nothing was placed, so there is no metadata to splice).
+   */
+  relayAsIs?: boolean;
   meta: AgentServeMetadata;
   /** Sent back as `x-request-id`. */
   requestId: string;
@@ -173,7 +181,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private dispatch(dispatcher: Dispatcher, basePath: string): void {
     dispatcher.dispatch(
       {
-        method: "POST",
+        method: this.plan.method,
         path: basePath + this.plan.path,
         headers: this.plan.upstreamHeaders,
         body: this.plan.body,
@@ -230,6 +238,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     } else if (this.mode === "buffer") {
       const engineBody = Buffer.concat(this.chunks, this.bufferedBytes);
       this.chunks.length = 0;
+      if (this.plan.relayAsIs === true) return this.relayAsIs(engineBody);
       const restore = this.status === 200 ? this.plan.restoreBody : undefined;
       const body = restore === undefined ? engineBody : restore(engineBody);
       const usage = this.status === 200 ? extractUsage(body) : undefined;
@@ -387,6 +396,24 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     if (retryAfter !== undefined) headers.push("retry-after", String(retryAfter));
     this.res.writeHead(this.status, headers);
     this.res.end(out);
+  }
+
+  /** A stored response's answer: its body as the engine sent it (errors in the OpenAI envelope). */
+  private relayAsIs(engineBody: Buffer): void {
+    this.commit();
+    const out = this.status === 200 ? engineBody : engineErrorBody(this.plan.path, engineBody, this.status);
+    const headers = [
+      "x-request-id",
+      this.plan.requestId,
+      "request-id",
+      this.plan.requestId,
+      "x-agent-serve-backend",
+      this.plan.backend.id,
+    ];
+    headers.push("content-type", "application/json", "content-length", String(out.length));
+    this.res.writeHead(this.status, headers);
+    this.res.end(out);
+    this.succeed({ status: this.status });
   }
 
   private endStreamWithError(message: string, code = "upstream_error", engineFault = true): void {

@@ -1,6 +1,5 @@
 // Backends going down, coming up, leaving and arriving: one way to retire a backend, whatever the cause.
 import type { Backend } from "../backends/backend.js";
-import type { BackendConfig } from "../config/schema.js";
 import type { HealthChecker } from "../backends/health-checker.js";
 import type { GatewayParts } from "./runtime.js";
 import type { AbandonReason } from "./upstream-failure.js";
@@ -71,14 +70,10 @@ export function applyBackends(
   deps: BackendChangeDeps,
   health: HealthChecker,
   settings: GatewaySettings,
-  discovered: readonly BackendConfig[],
   wasDiscovered: ReadonlySet<string>,
 ): string[] {
   const changed: string[] = [];
-  const removed = deps.registry.reconfigure(
-    [...settings.config.backends, ...discovered],
-    settings.thresholds,
-  );
+  const removed = deps.registry.reconfigure(settings.backends, settings.thresholds);
   for (const backend of removed) {
     const reason = wasDiscovered.has(backend.id) ? "backend left discovery" : "backend removed from config";
     const held = deps.scheduler.bindingsOf(backend.id);

@@ -8,6 +8,7 @@ import {
   type AttemptBodies,
   type AttemptLimits,
   type AttemptLoopDeps,
+  type AttemptsMade,
 } from "./attempt-loop.js";
 import { cancelRequest, type RequestContext } from "./request-context.js";
 
@@ -143,8 +144,9 @@ export function createClassifierAsk(
     signal.addEventListener("abort", onAbort, { once: true });
     const answer = new BufferedAnswer();
     let status: number | string = "error";
+    let made: AttemptsMade | undefined;
     try {
-      const result = await runAttemptLoop(
+      made = await runAttemptLoop(
         deps,
         limits,
         {
@@ -163,6 +165,8 @@ export function createClassifierAsk(
         answer,
         ctx,
       );
+      const { result } = made;
+      if (result === undefined) throw made.error;
       status = result.status;
       if (result.status !== 200) throw new GatewayError("upstream_error", `engine answered ${result.status}`);
       const body = JSON.parse(answer.text()) as { choices?: { message?: { content?: unknown } }[] };
@@ -176,9 +180,9 @@ export function createClassifierAsk(
         {
           reqId: ctx.requestId,
           classifier: true,
-          backend: ctx.backend,
+          backend: made?.selection?.backend.id,
           status,
-          attempts: ctx.attempts,
+          attempts: made?.attempts ?? 0,
           ms: Math.round(deps.clock.nowMs() - ctx.startedAtMs),
         },
         "classifier request",

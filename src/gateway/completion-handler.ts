@@ -1,21 +1,30 @@
-// POST /v1/chat/completions, /v1/completions, /v1/responses and /v1/messages, in stages that read in order:
-// admit -> parse -> route -> attempt loop -> answer and settle. Each stage lives in its own file, takes only
-// what it needs and returns what it decided.
+// POST /v1/chat/completions, /v1/completions, /v1/responses and /v1/messages: a short composition of stages
+// (turn-stages.ts, attempt-loop.ts) that read in order: admit -> parse -> identify -> route -> attempt -> settle.
+// Each stage returns what it decided; the handler records the turn's facts on the request's context once, when
+// it ends, for the log line, the metrics and the trace (the server writes them when the response is done).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { LookedUp } from "../affinity/placement-service.js";
+import { flowTicket, type FlowTicket } from "../admission/flow-queue/flow-ticket.js";
 import { GatewayError } from "../core/errors.js";
-import { adaptRequest } from "./adaptation/adapt-request.js";
-import { flowTicket, serviceTokens } from "../admission/flow-queue/flow-ticket.js";
-import { admit, estimatePromptTokens, reserveBudget, streamedUsage, type BudgetHold } from "./admit.js";
-import { runAttemptLoop, type AttemptLoopDeps } from "./attempt-loop.js";
-import { lastTurnText, parseCompletionRequest, type Endpoint } from "./completion-request.js";
-import { readBody } from "./read-body.js";
-import { identifySession } from "./session-identity.js";
+import type { Receipt } from "../receipts/receipt-rules.js";
+import { admit, estimatePromptTokens, type Admission, type BudgetHold } from "./admit.js";
+import { runAttemptLoop, type AttemptLoopDeps, type AttemptsMade } from "./attempt-loop.js";
+import type { Endpoint } from "./completion-request.js";
 import type { RequestContext } from "./request-context.js";
-import { continuedConversation, rememberResponse } from "./response-chain.js";
+import { readBody } from "./read-body.js";
 import { routeRequest, type RouteDecision, type RouteDeps } from "./route-tier.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
-import { UpstreamBodies } from "./upstream-body.js";
+import {
+  chargeTurn,
+  identifyTurn,
+  parseTurn,
+  releaseHold,
+  settleAnswer,
+  startHold,
+  upstreamBodies,
+  type ParsedTurn,
+  type TurnSession,
+} from "./turn-stages.js";
 import type { TokenUsage } from "./usage.js";
 
 const PATHS: Record<Endpoint, string> = {
@@ -28,7 +37,7 @@ const PATHS: Record<Endpoint, string> = {
 /** What a completion uses of the gateway besides the request's live snapshot. */
 export type CompletionDeps = AttemptLoopDeps &
   RouteDeps &
-  Pick<GatewayParts, "clock" | "metrics" | "responseOwners" | "receipts">;
+  Pick<GatewayParts, "clock" | "metrics" | "responseOwners" | "receipts" | "scheduler" | "slots">;
 
 export async function handleCompletion(
   deps: CompletionDeps,
@@ -41,115 +50,69 @@ export async function handleCompletion(
   countTokens = false,
 ): Promise<void> {
   const { settings } = live;
-  const { clock } = deps;
-  // 1. Admit: who asks, and whether their budget lets them in (the API key was checked by the server).
-  const admission = admit(
-    req.headersDistinct,
-    ctx.apiKey,
-    { budgetAnonymous: settings.config.admission.budget_anonymous },
-    live.budgets,
-    clock.nowMs(),
-  );
-  ctx.agentId = admission.agentId;
-
-  // 2. Parse. Tools a stock engine would refuse are adapted; only then is the body re-encoded.
-  const raw = await readBody(req, settings.maxBodyBytes);
-  const request = parseCompletionRequest(raw, endpoint);
-  if (settings.config.server.log_prompts) ctx.prompt = lastTurnText(request);
-  const adaptation = adaptRequest(endpoint, request.body, settings.adaptation);
-  if (adaptation !== undefined) ctx.adapted = adaptation.changes;
-
-  // The session: the first of affinity.session_keys the request carries. A Responses request continuing a
-  // stored response must reach the engine that stores it.
-  const sessionKeys = settings.config.affinity.session_keys;
-  const chained = endpoint === "responses" && (request.previousResponseId !== undefined || request.store);
-  const identity = identifySession(req.headersDistinct, request.body, sessionKeys, chained);
-  const named = typeof identity === "object" ? identity : undefined;
-  const conversation = continuedConversation(
-    deps,
-    request,
-    named?.key,
-    ctx.requestId,
-    identity !== undefined,
-  );
-  const sessionId = conversation.sessionKey;
-  ctx.sessionId = sessionId;
-  ctx.sessionSource = sessionId === undefined ? undefined : (named?.source ?? "responses_chain");
-  // The receipt reads the session's previous turn now, alongside routing (src/receipts).
-  const receipt =
-    countTokens || !settings.config.affinity.receipts.enabled
-      ? undefined
-      : deps.receipts.begin(sessionId, request);
-  // The budget hold starts now so that, with both stores in Redis, its round trip runs alongside the binding
-  // lookup's instead of after it. A handler is attached at once (a refusal is awaited, and thrown, below).
-  const holding = countTokens ? Promise.resolve(undefined) : reserveBudget(admission, request, clock.nowMs());
-  void holding.catch(() => undefined);
-
-  // 3. Route: one decision (tier, and the one engine a continued conversation must reach).
-  let route: RouteDecision;
+  const charged = !countTokens;
+  let admission: Admission | undefined;
+  let parsed: ParsedTurn | undefined;
+  let session: TurnSession | undefined;
+  let tier: string | undefined;
+  let flow: FlowTicket | undefined;
   let hold: BudgetHold | undefined;
-  let binding: LookedUp;
-  try {
-    // The session's binding (with a shared store, as every replica sees it), looked up once for the turn:
-    // routing reads it and the first attempt's placement decides by it.
-    binding = await deps.scheduler.lookup(sessionId);
-    // The previous turn's read ran alongside the lookup; the answer carries the receipt only once it is in (a
-    // shared store's read is bounded by its timeout and fails open). In memory it is in already.
-    if (receipt !== undefined && !receipt.loaded) await receipt.reading;
-    const routing = routeRequest(
-      deps,
-      live,
-      admission.client,
-      sessionId,
-      request,
-      conversation,
-      binding.binding,
-    );
-    route = routing instanceof Promise ? await routing : routing;
-    ctx.tier = route.tier;
-    hold = await holding;
-  } catch (err) {
-    // Routing failed: its error is the answer (as when the hold came after routing); a granted hold is freed.
-    void holding.then(
-      (granted) => granted?.settle(undefined, clock.nowMs()),
-      () => undefined,
-    );
-    throw err;
-  }
-
-  // Who goes next when the engine is full: the request's flow (agent, else session) and priority band. The
-  // flow is the client's whole session, not its thread: a burst of sub-agents is one program's service.
-  const flow = flowTicket(settings.config.admission, {
-    agentId: admission.agentId,
-    sessionId: named?.clientId ?? sessionId,
-    priority: admission.client.priority,
-    keyMaxPriority: ctx.apiKey?.maxPriority,
-    estimatedTokens: estimatePromptTokens(request),
-  });
-  ctx.band = flow.band;
-
-  // 4. Attempt, 5. answer (written by the answering attempt), then settle.
+  let made: AttemptsMade | undefined;
   let usage: TokenUsage | undefined;
+  let receipted: Receipt | undefined;
   try {
-    const result = await runAttemptLoop(
+    // 1. Admit (the API key was checked by the server). 2. Parse, and name the session.
+    admission = admit(req.headersDistinct, ctx.apiKey, settings, live.budgets, deps.clock.nowMs());
+    parsed = parseTurn(await readBody(req, settings.maxBodyBytes), endpoint, settings);
+    const { request } = parsed;
+    session = identifyTurn(deps, req, endpoint, request, settings, ctx.requestId);
+    // 3. Route, with the budget hold and the previous turn's receipt read alongside.
+    const receipt =
+      charged && settings.receipts.enabled ? deps.receipts.begin(session.sessionId, request) : undefined;
+    const holding = startHold(admission, request, charged, deps.clock.nowMs());
+    let route: RouteDecision;
+    let binding: LookedUp;
+    try {
+      // The session's binding, looked up once for the turn: routing reads it, the first attempt places by it.
+      binding = await deps.scheduler.lookup(session.sessionId);
+      // The answer carries the receipt only once the previous turn is in (a shared store's read is bounded).
+      if (receipt !== undefined && !receipt.loaded) await receipt.reading;
+      const routing = routeRequest(
+        deps,
+        live,
+        admission.client,
+        session.sessionId,
+        request,
+        session.conversation,
+        binding.binding,
+      );
+      route = routing instanceof Promise ? await routing : routing;
+    } catch (err) {
+      releaseHold(holding, deps.clock);
+      throw err;
+    }
+    tier = route.tier;
+    hold = await holding;
+    // Who goes next when the engine is full: the request's flow (agent, else the client's session) and band.
+    flow = flowTicket(settings.admission, {
+      agentId: admission.agentId,
+      sessionId: session.flowSessionId,
+      priority: admission.client.priority,
+      keyMaxPriority: ctx.apiKey?.maxPriority,
+      estimatedTokens: estimatePromptTokens(request),
+    });
+    // 4. Attempt (the answering attempt writes the answer), 5. settle.
+    made = await runAttemptLoop(
       deps,
       live,
       {
-        tier: route.tier,
+        tier,
         tierSource: route.source,
-        sessionId,
-        sessionSource: ctx.sessionSource,
+        sessionId: session.sessionId,
+        sessionSource: session.source,
         path: countTokens ? "/v1/messages/count_tokens" : PATHS[endpoint],
-        bodies:
-          adaptation === undefined
-            ? new UpstreamBodies(raw, request, hold?.clampedMaxTokens)
-            : new UpstreamBodies(
-                Buffer.from(JSON.stringify(adaptation.body)),
-                request,
-                hold?.clampedMaxTokens,
-                adaptation.body,
-              ),
-        adaptation,
+        bodies: upstreamBodies(parsed, hold),
+        adaptation: parsed.adaptation,
         stream: request.stream,
         responses: endpoint === "responses",
         messages: endpoint === "messages",
@@ -161,30 +124,49 @@ export async function handleCompletion(
       },
       res,
       ctx,
-    ).catch((err: unknown) => {
-      throw route.onlyBackend === undefined ? err : namingTheConversation(err, request.previousResponseId!);
-    });
-    ctx.status = result.status;
-    ctx.streamError = result.streamError;
-    if (result.responseId !== undefined && request.store && sessionId !== undefined) {
-      rememberResponse(deps, result.responseId, ctx.backend!, sessionId);
-    }
-    usage = countTokens ? undefined : result.usage;
-    if (usage !== undefined) deps.metrics.tokens(route.tier, usage);
-    if (usage !== undefined && receipt !== undefined && ctx.backend !== undefined) {
-      const placement = { backendId: ctx.backend, tier: route.tier, reason: ctx.reason ?? "" };
-      const settled = receipt.settle(usage, placement, result.responseId);
-      ctx.receipt = settled instanceof Promise ? await settled : settled;
-      deps.metrics.receipt(ctx.receipt);
-    }
+    );
+    if (made.result === undefined)
+      throw route.onlyBackend === undefined
+        ? made.error
+        : namingTheConversation(made.error, request.previousResponseId!);
+    const settling = settleAnswer(deps, parsed, session, tier, made, receipt, charged);
+    ({ usage, receipt: receipted } = settling instanceof Promise ? await settling : settling);
   } finally {
-    // A failed request frees its hold; one that ran is charged what the engine reported, a stream that ended
-    // before the engine's usage what it relayed.
-    const used = usage ?? streamedUsage(request, ctx.generatedEvents);
-    hold?.settle(used, clock.nowMs());
-    deps.slots.charge(flow, serviceTokens(used));
-    deps.metrics.flows.served(flow.flow, serviceTokens(used));
+    if (flow !== undefined) chargeTurn(deps, parsed!.request, hold, flow, usage, made?.generatedEvents);
+    recordTurn(ctx, admission, parsed, session, tier, flow, made, receipted);
   }
+}
+
+/** The turn's facts on the request's context, once, for its log line, metrics and trace. */
+function recordTurn(
+  ctx: RequestContext,
+  admission: Admission | undefined,
+  parsed: ParsedTurn | undefined,
+  session: TurnSession | undefined,
+  tier: string | undefined,
+  flow: FlowTicket | undefined,
+  made: AttemptsMade | undefined,
+  receipt: Receipt | undefined,
+): void {
+  ctx.agentId = admission?.agentId;
+  if (parsed?.prompt !== undefined) ctx.prompt = parsed.prompt;
+  if (parsed?.adaptation !== undefined) ctx.adapted = parsed.adaptation.changes;
+  ctx.sessionId = session?.sessionId;
+  ctx.sessionSource = session?.source;
+  if (tier !== undefined) ctx.tier = tier;
+  if (flow !== undefined) ctx.band = flow.band;
+  if (made !== undefined) {
+    const selection = made.selection;
+    ctx.attempts = made.attempts;
+    ctx.queueWaitMs = made.queueWaitMs;
+    if (selection !== undefined) {
+      ctx.backend = selection.backend.id;
+      ctx.reason = selection.reason;
+      ctx.affinityHit = selection.affinityHit;
+    }
+    if (made.result !== undefined) ctx.streamError = made.result.streamError;
+  }
+  if (receipt !== undefined) ctx.receipt = receipt;
 }
 
 /** An engine failure while continuing a stored response: say which response's engine failed (no failover). */

@@ -7,8 +7,7 @@ import { DnsDiscovery, dnsLookup, type EngineLookup } from "../backends/dns-disc
 import type { EngineLoadPoller } from "../backends/engine-load-poller.js";
 import type { HealthChecker } from "../backends/health-checker.js";
 import type { RedisAttainedService } from "../admission/flow-queue/redis-attained-service.js";
-import type { BindingStore } from "../affinity/binding-store.js";
-import { systemClock, type Clock } from "../core/clock.js";
+import { backgroundTimers, systemClock, systemTimers, type Clock, type Timers } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { GatewayConfig } from "../config/schema.js";
@@ -25,6 +24,11 @@ import { checkEnvironment, randomHashKey, wireGateway } from "./wiring.js";
 
 export interface GatewayOptions {
   clock?: Clock;
+  /**
+   * Where probes, queue timeouts and the binding sweep are scheduled: give ManualTimers on the ManualClock
+   * above and they all run on it. The system's timers by default.
+   */
+  timers?: Timers;
   random?: Random;
   logger?: Logger;
   /** Where reloads read the config from; without it, /admin/reload and SIGHUP have nothing to read. */
@@ -72,11 +76,12 @@ function urlOf({ address, port, family }: AddressInfo): string {
   return family === "IPv6" && host !== "127.0.0.1" ? `http://[${host}]:${port}` : `http://${host}:${port}`;
 }
 
-/** server.max_connections, or the default the open-file limit allows (read once, at start). */
-function maxConnectionsOf(config: GatewayConfig, fileLimit: number | undefined): number {
-  if (config.server.max_connections !== undefined) return config.server.max_connections;
-  const upstreamSockets = config.backends.reduce(
-    (sum, b) => sum + Math.min(b.max_inflight, config.upstream.keep_alive_connections) + 2,
+/** server.max_connections, or the default the open-file limit allows for the config's own backends. */
+function maxConnectionsOf(settings: GatewaySettings, fileLimit: number | undefined): number {
+  if (settings.maxConnections !== undefined) return settings.maxConnections;
+  const upstreamSockets = settings.backends.reduce(
+    (sum, b) =>
+      settings.discoveredIds.has(b.id) ? sum : sum + Math.min(b.max_inflight, settings.pools.connections) + 2,
     0,
   );
   return defaultMaxConnections(fileLimit, upstreamSockets);
@@ -93,12 +98,11 @@ export class Gateway {
   private readonly health: HealthChecker;
   private readonly loadPoller: EngineLoadPoller;
   private readonly discovery: DnsDiscovery;
-  private discoveredIds: ReadonlySet<string> = new Set<string>();
-  private readonly bindingStore: BindingStore;
   /** The flows' attained service shared through admission.store when it is Redis. */
   private readonly sharedService: RedisAttainedService | undefined;
   private readonly random: Random;
-  private readonly sweepTimer: NodeJS.Timeout;
+  /** Cancels the next sweep of expired bindings. */
+  private cancelSweep: () => void = () => undefined;
   private accepting = true;
   private readonly requests = new InFlightRequests();
   private address: AddressInfo | undefined;
@@ -113,17 +117,21 @@ export class Gateway {
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? pino({ name: "agent-serve" });
     this.random = options.random ?? new SeededRandom(0x5eed);
+    const timers = options.timers ?? systemTimers;
+    // Background loops do not keep the process alive on system timers; injected timers are used as given.
+    const background = options.timers ?? backgroundTimers;
     const wired = wireGateway(config, {
       clock,
+      timers,
+      backgroundTimers: background,
       logger,
       random: this.random,
       bindingHashKey: options.bindingHashKey ?? randomHashKey(),
       probeSoon: (id) => this.health.probeSoon(id),
-      receiptBlockTokens: () => this.live.current.settings.config.affinity.receipts.block_tokens,
+      receiptBlockTokens: () => this.live.current.settings.receipts.blockTokens,
     });
     this.health = wired.health;
     this.loadPoller = wired.loadPoller;
-    this.bindingStore = wired.bindingStore;
     this.sharedService = wired.sharedService;
     this.live = { current: liveStateFrom(wired.settings, wired.budgets, wired.parts) };
     this.parts = { ...wired.parts, live: this.live };
@@ -132,13 +140,10 @@ export class Gateway {
     this.discovery = new DnsDiscovery(config.discovery, {
       lookup: options.discoveryLookup ?? dnsLookup(config.health.probe_timeout_seconds * 1000),
       onChange: () => {
-        const { config: current } = this.live.current.settings;
-        const changed = this.applyBackends(settingsFrom(current, this.parts.registry.tiers()));
-        // The tier router's defaults follow the tiers the registry now holds.
-        this.live.current = {
-          ...this.live.current,
-          settings: settingsFrom(current, this.parts.registry.tiers()),
-        };
+        // The same config with the engines now found (the tier router's defaults follow their tiers).
+        const settings = settingsFrom(this.live.current.settings.config, this.discovery.backends());
+        const changed = this.applyBackends(settings);
+        this.live.current = { ...this.live.current, settings };
         if (changed.length > 0) logger.info({ changed }, "discovered engines changed");
       },
       onError: (entry, err) =>
@@ -158,13 +163,13 @@ export class Gateway {
     this.adminServer = ownAdminPort
       ? createGatewayServer(this.parts, hooks, { api: false, admin: true })
       : undefined;
-    this.connections = new ConnectionGuard(this.server, maxConnectionsOf(config, this.fileLimit));
+    this.connections = new ConnectionGuard(this.server, maxConnectionsOf(wired.settings, this.fileLimit));
     this.requests.watch(this.server);
-    this.sweepTimer = setInterval(
-      () => void this.bindingStore.sweep(clock.nowMs(), SWEEP_BATCH),
-      SWEEP_INTERVAL_MS,
-    );
-    this.sweepTimer.unref();
+    const sweep = (): void => {
+      void this.parts.bindings.sweep(clock.nowMs(), SWEEP_BATCH);
+      this.cancelSweep = background.after(SWEEP_INTERVAL_MS, sweep);
+    };
+    this.cancelSweep = background.after(SWEEP_INTERVAL_MS, sweep);
   }
 
   static async start(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
@@ -195,9 +200,9 @@ export class Gateway {
   }
 
   private async waitForSharedStores(): Promise<void> {
-    const { sharedBindings, logger } = this.parts;
+    const { bindings, logger } = this.parts;
     const [bindingsUp, budgetsUp] = await Promise.all([
-      sharedBindings?.connected(SHARED_STORE_STARTUP_WAIT_MS) ?? true,
+      bindings.connected(SHARED_STORE_STARTUP_WAIT_MS),
       this.live.current.budgets.connected(SHARED_STORE_STARTUP_WAIT_MS),
     ]);
     for (const [store, up] of [
@@ -246,7 +251,8 @@ export class Gateway {
         connections: this.connections,
         server: this.server,
         random: this.random,
-        maxConnections: (settings) => maxConnectionsOf(settings.config, this.fileLimit),
+        maxConnections: (settings) => maxConnectionsOf(settings, this.fileLimit),
+        discovered: () => this.discovery.backends(),
         applyBackends: (settings) => this.applyBackends(settings),
         configureDiscovery: (next) => void this.discovery.configure(next.discovery),
       },
@@ -261,13 +267,9 @@ export class Gateway {
     return { changed };
   }
 
-  /** The registry holds `settings`' backends plus the discovered ones (see backend-changes.ts). */
+  /** The registry holds `settings`' backends (see backend-changes.ts). */
   private applyBackends(settings: GatewaySettings): string[] {
-    const ids = new Set(settings.config.backends.map((b) => b.id));
-    const discovered = this.discovery.backends().filter((b) => !ids.has(b.id));
-    const changed = applyBackends(this.parts, this.health, settings, discovered, this.discoveredIds);
-    this.discoveredIds = new Set(discovered.map((b) => b.id));
-    return changed;
+    return applyBackends(this.parts, this.health, settings, this.live.current.settings.discoveredIds);
   }
 
   private async reloadFromSource(): Promise<{ changed: string[] }> {
@@ -292,18 +294,16 @@ export class Gateway {
    * Stops accepting, lets in-flight requests finish for up to `graceMs`, then closes what is left and
    * releases every timer and connection.
    */
-  async close(
-    graceMs = this.live.current.settings.config.server.shutdown_grace_seconds * 1000,
-  ): Promise<void> {
+  async close(graceMs = this.live.current.settings.shutdownGraceMs): Promise<void> {
     this.accepting = false;
     await shutDown({ api: this.server, admin: this.adminServer }, this.requests, graceMs, async () => {
-      clearInterval(this.sweepTimer);
+      this.cancelSweep();
       this.discovery.stop();
       await this.health.stop();
       await this.loadPoller.stop();
       await this.parts.pools.close();
-      await this.parts.sharedBindings?.flush();
-      await this.parts.sharedBindings?.close();
+      await this.parts.bindings.flush();
+      await this.parts.bindings.close();
       const { budgets } = this.live.current;
       await budgets.flush();
       await budgets.close();

@@ -7,7 +7,8 @@ import { createClassifierAsk, type ClassifierDeps } from "./classifier-client.js
 import type { GatewayParts, LiveState } from "./runtime.js";
 import type { GatewaySettings } from "./settings.js";
 
-export type LiveStateDeps = ClassifierDeps & Pick<GatewayParts, "pools" | "attempts" | "metrics">;
+export type LiveStateDeps = ClassifierDeps &
+  Pick<GatewayParts, "pools" | "attempts" | "metrics" | "registry">;
 
 export function liveStateFrom(
   settings: GatewaySettings,
@@ -44,8 +45,7 @@ function createClassifier(
   limits: AttemptLimits,
   deps: LiveStateDeps,
 ): TierClassifier | undefined {
-  const { routing } = settings.config;
-  const classifier = routing.classifier;
+  const { classifier } = settings;
   if (!classifier.enabled) return undefined;
   const { defaultTier, longPromptTier } = settings.tiers;
   const choices =
@@ -62,7 +62,7 @@ function createClassifier(
     }),
     clock: deps.clock,
     timeoutMs: classifier.timeout_ms,
-    cacheTtlMs: (classifier.cache_ttl_seconds ?? routing.classifier_cache_ttl_seconds) * 1000,
+    cacheTtlMs: classifier.cacheTtlMs,
     maxEntries: classifier.max_entries,
     record: (outcome, seconds) => deps.metrics.classifier(outcome, seconds),
   });

@@ -1,6 +1,7 @@
 // Reads a request body into one Buffer, refusing more than the configured size before buffering it.
 import type { IncomingMessage } from "node:http";
 import { GatewayError } from "../core/errors.js";
+import { ClientClosedError } from "./client-closed.js";
 
 /** Event listeners rather than `for await`: the async iterator costs tens of microseconds per request. */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
@@ -34,7 +35,8 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
       cleanup();
       reject(err);
     };
-    const onAborted = (): void => onError(new Error("client closed the connection while sending the body"));
+    const onAborted = (): void =>
+      onError(new ClientClosedError("client closed the connection while sending the body"));
     const cleanup = (): void => {
       req.off("data", onData);
       req.off("end", onEnd);

@@ -1,6 +1,8 @@
 // A request's record: the facts its stages returned, for the one log line, the trace and the request metrics at
-// the end, and the one channel that cancels it. Stages return their decisions; the handler records them here.
-// The attempt loop records its attempts as they happen (a failed request's log line names them too).
+// the end, and the one channel that cancels it. Written where the request is born (server.ts), where it is
+// cancelled (cancelRequest; the attempt in progress registers here to be stopped), and once by its handler
+// when it ends (the turn's facts: completion-handler.ts recordTurn); the server writes the record once both
+// the response and the handler are done.
 import type { AttemptAbort } from "./attempt-abort.js";
 import type { Receipt } from "../receipts/receipt-rules.js";
 import type { ApiKeyEntry } from "./client-auth.js";
@@ -24,8 +26,6 @@ export interface RequestContext {
   affinityHit?: boolean;
   attempts: number;
   queueWaitMs: number;
-  /** The status actually sent (set by whoever writes the response). */
-  status?: number;
   errorCode?: string;
   streamError?: string;
   clientClosed?: boolean;
@@ -39,8 +39,6 @@ export interface RequestContext {
   adapted?: readonly string[];
   /** The turn's route receipt (src/receipts), once the engine reported its usage. */
   receipt?: Receipt;
-  /** Generation events of the stream that reached the client (charged when the engine's usage never came). */
-  generatedEvents?: number;
 }
 
 /** Cancels a request: records why and aborts its attempt in progress (queued or talking to an engine). */

@@ -5,7 +5,7 @@ import type { ResponseOwners } from "../affinity/response-owners.js";
 import type { PlacementService } from "../affinity/placement-service.js";
 import type { BackendSlots } from "../admission/backend-slots.js";
 import type { BudgetStore } from "../admission/budget-store.js";
-import type { RedisBindingStore } from "../affinity/redis-binding-store.js";
+import type { BindingStore } from "../affinity/binding-store.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { Clock } from "../core/clock.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
@@ -13,6 +13,7 @@ import type { TurnReceipts } from "../receipts/turn-receipts.js";
 import type { TierClassifier } from "../routing/tier-classifier.js";
 import type { AttemptEnv } from "./attempt.js";
 import type { AttemptTracker } from "./attempt-tracker.js";
+import type { AttemptRecorder } from "./attempt-loop.js";
 import type { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewaySettings } from "./settings.js";
 import type { UpstreamPools } from "./upstream-pools.js";
@@ -51,8 +52,10 @@ export interface GatewayParts {
   readonly responseOwners: ResponseOwners;
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
-  /** Set when bindings are shared (affinity.store kind redis): its link's health, flush and close. */
-  readonly sharedBindings: RedisBindingStore | undefined;
+  /** What the attempt loop records: metrics and the outcomes above. */
+  readonly recorder: AttemptRecorder;
+  /** The binding store (memory, or shared through Redis with affinity.store kind redis): swept, flushed, closed. */
+  readonly bindings: BindingStore;
   /** Route receipts: each session's last turn, and the receipt of the next (src/receipts). */
   readonly receipts: TurnReceipts;
   readonly live: LiveCell;

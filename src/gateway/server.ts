@@ -145,7 +145,7 @@ export function createGatewayServer(
     ),
   );
   // undefined when server.tracing is off: then each hook below is a no-op.
-  const tracer = createRequestTracer(startSettings.config.server.tracing, rt.logger);
+  const tracer = createRequestTracer(startSettings.tracing, rt.logger);
   server.on("close", () => void tracer?.shutdown());
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -171,6 +171,11 @@ export function createGatewayServer(
       () => cancelRequest(ctx, new GatewayError("upstream_timeout", "request deadline passed")),
       live.settings.requestTimeoutMs,
     );
+    // The request's record (log line, metrics, trace) is written once both its response is done and its
+    // handler has ended: the handler records its turn's facts when it ends, after a client that left too.
+    let handled = false;
+    let closed = false;
+    let answered: GatewayError | undefined;
     res.on("close", () => {
       clearTimeout(deadline);
       hooks.live.delete(ctx);
@@ -179,9 +184,10 @@ export function createGatewayServer(
         cancelRequest(ctx, new ClientClosedError("client closed the connection"));
       }
       // Only a request still being received was cut by that answer.
-      const answered = req.complete ? undefined : answeredRaw.get(socket);
+      answered = req.complete ? undefined : answeredRaw.get(socket);
       answeredRaw.delete(socket);
-      finish(ctx, res, answered);
+      closed = true;
+      if (handled) finish(ctx, res, answered);
     });
     try {
       checkFraming(req, method);
@@ -234,6 +240,8 @@ export function createGatewayServer(
       if (!req.complete) drainThenClose(req, lingering);
     } finally {
       clearTimeout(deadline);
+      handled = true;
+      if (closed) finish(ctx, res, answered);
     }
   }
 

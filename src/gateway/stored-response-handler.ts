@@ -1,18 +1,15 @@
-// GET and DELETE /v1/responses/{id} (and POST .../cancel): asked of the one engine that stores the response.
+// GET and DELETE /v1/responses/{id} (and POST .../cancel): asked of the one engine that stores the response,
+// through the attempt path (attempt.ts) like every engine call, its answer relayed as the engine gave it.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
-import { writeJson } from "../core/write-json.js";
 import { AttemptAbort } from "./attempt-abort.js";
+import { runAttempt } from "./attempt.js";
 import { chargedAgent } from "./client-auth.js";
 import { parseClientHeaders } from "./client-headers.js";
-import { engineErrorEnvelope } from "./engine-error.js";
 import type { RequestContext } from "./request-context.js";
 import { liveOwner } from "./response-chain.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
-import { classifyUpstreamError } from "./upstream-failure.js";
 
-/** A stored response is one turn's output: more than this from an engine is not an answer to relay. */
-const MAX_STORED_RESPONSE_BYTES = 64 * 1024 * 1024;
 const RESPONSE_PATH = /^\/v1\/responses\/([^/]+)(\/cancel)?$/;
 
 /** True when the path is one of the stored-response routes. */
@@ -32,11 +29,11 @@ export async function handleStoredResponse(
 ): Promise<void> {
   // The API key was checked by the server, before anything else of this /v1 request.
   const client = parseClientHeaders(req.headersDistinct);
-  ctx.agentId = chargedAgent(ctx.apiKey, client.agentId).agentId;
+  ctx.agentId = chargedAgent(ctx.apiKey, client.agentId).agentId; // recorded at once: the first fact of the request
   const [, encodedId, cancel] = RESPONSE_PATH.exec(ctx.path)!;
   const method = req.method ?? "GET";
-  const allowed = cancel === undefined ? ["GET", "DELETE"] : ["POST"];
-  if (!allowed.includes(method)) {
+  const allowed: readonly string[] = cancel === undefined ? ["GET", "DELETE"] : ["POST"];
+  if (!isStoredMethod(method) || !allowed.includes(method)) {
     throw new GatewayError("method_not_allowed", `${method} is not allowed on ${ctx.path}`);
   }
   let responseId: string;
@@ -53,55 +50,61 @@ export async function handleStoredResponse(
     );
   }
   const backend = liveOwner(rt.registry, responseId, known.backendId);
-  ctx.backend = backend.id;
-  ctx.tier = backend.tier;
-  const { pool, basePath } = rt.pools.get(backend);
   const query = req.url?.includes("?") === true ? req.url.slice(req.url.indexOf("?")) : "";
-
-  const abort = new AttemptAbort();
-  const controller = new AbortController();
-  abort.listen((why) => controller.abort(why));
-  ctx.activeAttempt = abort;
-  let answer;
   try {
-    answer = await pool.request({
-      method,
-      path: `${basePath}/v1/responses/${encodeURIComponent(responseId)}${cancel ?? ""}${query}`,
-      headers: backend.upstreamHeaders,
-      signal: controller.signal,
-      headersTimeout: live.settings.firstByteTimeoutMs,
-      bodyTimeout: live.settings.firstByteTimeoutMs,
-    });
-  } catch (err) {
+    // Through the attempt path, as every engine call: bounded by the first-byte timeout and
+    // upstream.max_response_bytes, abandoned when the engine goes down or the request is cancelled. No
+    // failover: only this engine stores the response; a 5xx or an unreachable engine is a 502 or 504.
+    const abort = new AttemptAbort();
+    ctx.activeAttempt = abort;
     if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
-    throw classifyUpstreamError(err, backend.id);
+    const result = await runAttempt(
+      live.attemptEnv,
+      {
+        backend,
+        upstream: rt.pools.get(backend),
+        method,
+        path: `/v1/responses/${encodeURIComponent(responseId)}${cancel ?? ""}${query}`,
+        body: undefined,
+        stream: false,
+        relayAsIs: true,
+        // Never spliced into the answer (relayed as is): the plan's record of where it went.
+        meta: {
+          session_id: null,
+          session_source: null,
+          tier: backend.tier,
+          tier_source: "model",
+          backend_id: backend.id,
+          affinity_hit: false,
+          reason: "no_session",
+          queue_wait_ms: 0,
+          attempts: 1,
+          adapted: undefined,
+          receipt: undefined,
+        },
+        requestId: ctx.requestId,
+        abort,
+        cancelled: () => ctx.cancelReason,
+        onCommit: () => undefined,
+        startedAtMs: ctx.startedAtMs,
+        createRelay: noStream,
+        readResponseId: false,
+        upstreamHeaders: backend.upstreamHeaders,
+      },
+      res,
+    );
+    if (method === "DELETE" && result.status === 200) rt.responseOwners.forget(responseId);
   } finally {
-    abort.listen(undefined);
+    ctx.backend = backend.id;
+    ctx.tier = backend.tier;
   }
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of answer.body) {
-    bytes += (chunk as Buffer).length;
-    if (bytes > MAX_STORED_RESPONSE_BYTES) {
-      answer.body.destroy();
-      throw new GatewayError("upstream_error", `engine ${backend.id} sent more than a stored response holds`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  const body = Buffer.concat(chunks);
-  const headers = {
-    "x-request-id": ctx.requestId,
-    "request-id": ctx.requestId,
-    "x-agent-serve-backend": backend.id,
-  };
-  if (answer.statusCode >= 500) {
-    throw new GatewayError("upstream_error", `engine ${backend.id} answered ${answer.statusCode}`);
-  }
-  if (answer.statusCode !== 200) {
-    writeJson(res, answer.statusCode, engineErrorEnvelope(body, answer.statusCode), headers);
-    return;
-  }
-  if (method === "DELETE") rt.responseOwners.forget(responseId);
-  res.writeHead(200, { ...headers, "content-type": "application/json", "content-length": body.length });
-  res.end(body);
+}
+
+function isStoredMethod(method: string): method is "GET" | "DELETE" | "POST" {
+  return method === "GET" || method === "DELETE" || method === "POST";
+}
+
+/** A stored response's routes never stream. */
+function noStream(): never {
+  throw new GatewayError("internal_error", "a stored response's answer is not a stream");
 }

@@ -35,7 +35,27 @@ export interface FreshConnection {
 export class UpstreamPools {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly settings: PoolSettings) {}
+  constructor(private settings: PoolSettings) {}
+
+  /**
+   * Reloaded pool settings: each backend's next request gets a pool made with them. The old pools close
+   * gracefully (their requests in flight finish on them).
+   */
+  configure(settings: PoolSettings): void {
+    const same =
+      settings.connectTimeoutMs === this.settings.connectTimeoutMs &&
+      settings.connections === this.settings.connections &&
+      settings.idleTimeoutMs === this.settings.idleTimeoutMs;
+    this.settings = settings;
+    if (same) return;
+    for (const entry of this.entries.values()) void entry.pool.close().catch(() => undefined);
+    this.entries.clear();
+  }
+
+  /** The settings pools are made with now. */
+  get current(): PoolSettings {
+    return this.settings;
+  }
 
   /** The pool and path prefix for a backend; a changed base_url (reload) gets a fresh pool. */
   get(target: UpstreamTarget): { pool: Pool; basePath: string } {

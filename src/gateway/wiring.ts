@@ -26,7 +26,7 @@ import { HealthChecker } from "../backends/health-checker.js";
 import { BackendRegistry } from "../backends/registry.js";
 import { ConfigError } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
-import { systemTimers, type Clock } from "../core/clock.js";
+import type { Clock, Timers } from "../core/clock.js";
 import type { Random } from "../core/random.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { redisConnection, redisEnvProblems } from "../store/redis-connection.js";
@@ -34,6 +34,7 @@ import { StoreOutageLog } from "../store/outage-log.js";
 import { RedisLink, type RedisLinkOptions } from "../store/redis-link.js";
 import { RedisSubscription } from "../store/redis-subscription.js";
 import { AttemptTracker } from "./attempt-tracker.js";
+import { attemptRecorder } from "./attempt-loop.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayParts, LiveCell } from "./runtime.js";
 import { settingsFrom, type GatewaySettings } from "./settings.js";
@@ -57,11 +58,15 @@ export function checkEnvironment(config: GatewayConfig, source: string): void {
 
 /** The scheduler's settings of a snapshot: its data, and the balancer and policy the config names. */
 export function schedulerSettingsOf(settings: GatewaySettings, random: Random): SchedulerSettings {
-  const { affinity } = settings.config;
+  const { scheduler } = settings;
   return {
-    ...settings.scheduler,
-    balancer: createBalancer(affinity.balancer, random),
-    policy: createPolicy(affinity, random, settings.scheduler.engineSignalMaxAgeMs),
+    stickyTtlMs: scheduler.stickyTtlMs,
+    rebalanceOnRecovery: scheduler.rebalanceOnRecovery,
+    loadFactor: scheduler.loadFactor,
+    sessionless: scheduler.sessionless,
+    engineSignalMaxAgeMs: scheduler.engineSignalMaxAgeMs,
+    balancer: createBalancer(scheduler.balancer, random),
+    policy: createPolicy(scheduler.policy, random, scheduler.engineSignalMaxAgeMs),
   };
 }
 
@@ -71,7 +76,7 @@ export function createBudgetStore(
   metrics: GatewayMetrics,
   logger: RedisLinkOptions["logger"],
 ): BudgetStore {
-  const store = settings.config.admission.store;
+  const store = settings.stores.budgets;
   if (store.kind === "memory") return new TokenBudgets(settings.budgets);
   return new RedisBudgetStore(settings.budgets, {
     keyPrefix: store.key_prefix,
@@ -81,6 +86,10 @@ export function createBudgetStore(
 
 export interface WiringOptions {
   clock: Clock;
+  /** Where probes, queue timeouts and shared-service syncs are scheduled (the clock's own in tests). */
+  timers: Timers;
+  /** Background loops' timers (engine readings): the system's unref'd ones by default. */
+  backgroundTimers: Timers;
   random: Random;
   logger: Logger;
   /** The sticky table's secret hash key (two 32-bit words). */
@@ -96,8 +105,6 @@ export interface Wired {
   /** The first snapshot's settings (its tiers are the registry's). */
   readonly settings: GatewaySettings;
   readonly budgets: BudgetStore;
-  /** The binding store (swept in the background). */
-  readonly bindingStore: BindingStore;
   /** The flows' attained service shared through admission.store when it is Redis (closed at shutdown). */
   readonly sharedService: RedisAttainedService | undefined;
   readonly health: HealthChecker;
@@ -109,12 +116,14 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
   const { clock, random, logger } = options;
   // Every Redis link of this gateway logs through it: one line per outage of the server they share.
   const storeLog = new StoreOutageLog(logger);
-  // The tiers the router's defaults depend on are the registry's, which the config's thresholds build.
-  const initial = settingsFrom(config, []);
-  const registry = new BackendRegistry(config.backends, initial.thresholds, clock);
-  const settings = settingsFrom(config, registry.tiers());
-  const slots = new BackendSlots(settings.queue, new AttainedService(settings.attainedService, clock));
-  const table = new StickyTable(config.affinity.max_bindings, options.bindingHashKey);
+  const settings = settingsFrom(config);
+  const registry = new BackendRegistry(settings.backends, settings.thresholds, clock);
+  const slots = new BackendSlots(
+    settings.queue,
+    new AttainedService(settings.attainedService, clock),
+    options.timers,
+  );
+  const table = new StickyTable(settings.maxBindings, options.bindingHashKey);
   const metrics = new GatewayMetrics({
     backends: () =>
       [...registry.all()].map((b) => ({
@@ -127,23 +136,23 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
       })),
     queueDepth: () => slots.depth,
   });
-  metrics.flows.attach(slots, config.admission.scheduling.metrics_top_flows);
+  metrics.flows.attach(slots, settings.metricsTopFlows);
   const sharedService = sharedAttainedService(config, slots.service, {
     clock,
-    timers: systemTimers,
+    timers: options.timers,
     logger: storeLog,
     // The budgets' store is the same Redis: its errors count there; its up gauge stays the budgets' link's.
     health: { up: () => undefined, error: () => metrics.budgetStore.error() },
   });
-  const sharedBindings = createSharedBindings(config, { table, metrics, logger: storeLog });
-  const bindingStore: BindingStore = sharedBindings ?? new MemoryBindingStore(table);
+  const bindings = createBindingStore(settings, { table, metrics, logger: storeLog });
   const scheduler = new PlacementService({
     ...schedulerSettingsOf(settings, random),
-    store: bindingStore,
+    store: bindings,
     clock,
     recorder: metrics,
   });
   const pools = new UpstreamPools(settings.pools);
+  const outcomes = new EngineOutcomes(registry, options.probeSoon);
   const parts = {
     clock,
     logger,
@@ -154,8 +163,9 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     metrics,
     attempts: new AttemptTracker(),
     responseOwners: new ResponseOwners(clock, settings.responseOwners),
-    outcomes: new EngineOutcomes(registry, options.probeSoon),
-    sharedBindings,
+    outcomes,
+    recorder: attemptRecorder(metrics, outcomes),
+    bindings,
     receipts: createTurnReceipts(config, {
       nowMs: () => clock.nowMs(),
       logger: storeLog,
@@ -172,20 +182,19 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     parts,
     settings,
     budgets: createBudgetStore(settings, metrics, storeLog),
-    bindingStore,
     sharedService,
-    health: new HealthChecker(registry, settings.probe),
-    loadPoller: new EngineLoadPoller(registry, clock, settings.loadPoll),
+    health: new HealthChecker(registry, settings.probe, clock, options.timers),
+    loadPoller: new EngineLoadPoller(registry, clock, settings.loadPoll, options.backgroundTimers),
   };
 }
 
-/** With affinity.store kind redis: the binding store in Redis, this process's table its local view. */
-function createSharedBindings(
-  config: GatewayConfig,
+/** The binding store the config names: the table alone, or Redis with the table as this process's local view. */
+function createBindingStore(
+  settings: GatewaySettings,
   deps: { table: StickyTable; metrics: GatewayMetrics; logger: RedisLinkOptions["logger"] },
-): RedisBindingStore | undefined {
-  const storeConfig = config.affinity.store;
-  if (storeConfig.kind !== "redis") return undefined;
+): BindingStore {
+  const storeConfig = settings.stores.bindings;
+  if (storeConfig.kind !== "redis") return new MemoryBindingStore(deps.table);
   const { table, metrics, logger } = deps;
   const connection = redisConnection(storeConfig);
   const link = new RedisLink({
@@ -196,7 +205,7 @@ function createSharedBindings(
     logger,
     health: metrics.bindingStore,
   });
-  const stickyTtlMs = config.affinity.sticky_ttl_seconds * 1000;
+  const { stickyTtlMs } = settings.scheduler;
   const remote = new RedisBindings(link, storeConfig.key_prefix, stickyTtlMs);
   const replicated = new RedisBindingStore({ local: table, remote, stickyTtlMs });
   replicated.useInvalidations(

@@ -165,4 +165,14 @@ describe.each(kinds)("BindingStore contract: $name", (kind) => {
     expect(await store.lookup("s-live", T0 + 1_000, "peek")).toBe("engine-0");
     expect(store.countFor("engine-0")).toBe(1);
   });
+
+  it.skipIf(kind.skip)("has a lifecycle: connected, configured, flushed, then closed", async () => {
+    const { store } = await kind.make();
+    expect(await store.connected(5_000)).toBe(true);
+    store.configure(TTL_MS * 2);
+    await store.apply([bind("s-life", "engine-0", T0 + TTL_MS)], T0);
+    await store.flush();
+    expect(await store.lookup("s-life", T0 + 1, "peek")).toBe("engine-0");
+    await store.close();
+  });
 });

@@ -59,7 +59,7 @@ function placementService(store: BindingStore, clock: ManualClock, recorder: Cou
     clock,
     balancer: createBalancer("least_inflight", new SeededRandom(1)),
     recorder,
-    stickyTtlSeconds: TTL_SECONDS,
+    stickyTtlMs: TTL_SECONDS * 1000,
     // Plain rendezvous: these tests are about where bindings live, not about load (placement's suite).
     loadFactor: 0,
     sessionless: "balancer",

@@ -151,7 +151,7 @@ export function harness(
     clock,
     balancer: createBalancer("least_inflight", new SeededRandom(options.seed ?? 7)),
     recorder,
-    stickyTtlSeconds: options.ttlSeconds ?? 1800,
+    stickyTtlMs: (options.ttlSeconds ?? 1800) * 1000,
     rebalanceOnRecovery: options.rebalance ?? false,
     loadFactor: options.loadFactor ?? DEFAULT_LOAD_FACTOR,
     sessionless: options.sessionless ?? "prefix",

@@ -48,6 +48,10 @@ function untouchableStore(): BindingStore & { calls: string[] } {
     sweep: refuse("sweep"),
     clear: refuse("clear"),
     onBroken: () => undefined,
+    connected: refuse("connected"),
+    configure: refuse("configure"),
+    flush: refuse("flush"),
+    close: refuse("close"),
   };
 }
 
@@ -59,7 +63,7 @@ function disabled(seed = 7) {
     clock: new ManualClock(0),
     balancer: createBalancer("least_inflight", new SeededRandom(seed)),
     recorder,
-    stickyTtlSeconds: 0,
+    stickyTtlMs: 0,
     rebalanceOnRecovery: true,
     loadFactor: 1.25,
     sessionless: "prefix",
@@ -102,7 +106,7 @@ describe("PlacementService with sticky_ttl_seconds: 0", () => {
   it("control: the spies do see rendezvous when affinity is on (so the checks above are not vacuous)", async () => {
     const { scheduler } = disabled();
     scheduler.configure({
-      stickyTtlSeconds: 1800,
+      stickyTtlMs: 1_800_000,
       rebalanceOnRecovery: false,
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       loadFactor: 1.25,
@@ -114,7 +118,7 @@ describe("PlacementService with sticky_ttl_seconds: 0", () => {
       clock: new ManualClock(0),
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: new CountingRecorder(),
-      stickyTtlSeconds: 1800,
+      stickyTtlMs: 1_800_000,
       loadFactor: 0,
       sessionless: "prefix",
     });
@@ -126,7 +130,7 @@ describe("PlacementService with sticky_ttl_seconds: 0", () => {
       clock: new ManualClock(0),
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: new CountingRecorder(),
-      stickyTtlSeconds: 1800,
+      stickyTtlMs: 1_800_000,
       loadFactor: 1.25,
       sessionless: "prefix",
     });

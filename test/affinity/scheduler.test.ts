@@ -21,7 +21,7 @@ const TTL_MS = TTL_SECONDS * 1000;
 
 function settings(stickyTtlSeconds: number) {
   return {
-    stickyTtlSeconds,
+    stickyTtlMs: stickyTtlSeconds * 1000,
     rebalanceOnRecovery: false,
     balancer: createBalancer("least_inflight", new SeededRandom(1)),
     loadFactor: DEFAULT_LOAD_FACTOR,
@@ -409,7 +409,7 @@ describe("PlacementService: wiring", () => {
       clock,
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder,
-      stickyTtlSeconds: 1,
+      stickyTtlMs: 1000,
       loadFactor: DEFAULT_LOAD_FACTOR,
       sessionless: "prefix",
     });

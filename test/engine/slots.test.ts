@@ -1,7 +1,7 @@
 // Slot choice: the slot holding the conversation first (its generated tail may differ), then the longest shared
 // prefix, least recently used on ties; FIFO waiting.
 import { describe, expect, it } from "vitest";
-import { commonPrefixLength, SlotPool } from "../../src/engine/slots.js";
+import { commonPrefixLength, SlotPool, SlotWaitError } from "../../src/engine/slots.js";
 
 class FakeSlot {
   constructor(
@@ -102,7 +102,7 @@ describe("SlotPool", () => {
     const third = p.acquire([4]).then((claim) => (order.push("third"), claim));
     expect(p.waiting).toBe(3);
     controller.abort();
-    await expect(withdrawn).rejects.toThrow("aborted");
+    await expect(withdrawn).rejects.toMatchObject({ name: "SlotWaitError", code: "aborted" });
     expect(p.waiting).toBe(2);
     p.release(held.slot);
     p.release((await second).slot);
@@ -115,7 +115,7 @@ describe("SlotPool", () => {
     const { pool: p } = pool([]);
     await p.acquire([1]);
     const waiting = p.acquire([2]);
-    p.rejectWaiting(new Error("engine closing"));
-    await expect(waiting).rejects.toThrow("engine closing");
+    p.rejectWaiting(new SlotWaitError("engine_closing", "engine closing"));
+    await expect(waiting).rejects.toMatchObject({ code: "engine_closing" });
   });
 });

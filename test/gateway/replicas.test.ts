@@ -206,8 +206,8 @@ describe.skipIf(redis.skip)("replicas sharing bindings in redis", () => {
     for (const [i, session] of sessions.entries()) await turn(f, i % 3, session);
     await redis.server.restart();
     for (const replica of f.replicas) {
-      expect(await replica.runtime.sharedBindings!.connected(10_000)).toBe(true);
-      await replica.runtime.sharedBindings!.flush();
+      expect(await replica.runtime.bindings.connected(10_000)).toBe(true);
+      await replica.runtime.bindings.flush();
     }
     // Consistent again: every replica, a fresh one too, routes each session to one engine (during the
     // outage a replica that had never seen a session placed it by rendezvous; the latest decision won).
@@ -270,7 +270,7 @@ describe.skipIf(redis.skip)("replicas sharing bindings in redis", () => {
     const runtime = f.replicas[0]!.runtime;
     // Both stores are real; the wrappers only note when each call starts and ends.
     const events: string[] = [];
-    const shared = runtime.sharedBindings!;
+    const shared = runtime.bindings;
     const lookup = shared.lookup.bind(shared);
     shared.lookup = async (...args) => {
       const found = await lookup(...args);

@@ -27,19 +27,19 @@ describe("settingsFrom", () => {
       admission: { queue_timeout_seconds: 2, agents: { a: { token_budget: 99 } } },
       affinity: { sticky_ttl_seconds: 30 },
     });
-    const settings = settingsFrom(config, ["small"]);
+    const settings = settingsFrom(config);
     expect(settings.firstByteTimeoutMs).toBe(1500);
     expect(settings.maxAttempts).toBe(4);
     expect(settings.queue.queueTimeoutMs).toBe(2000);
     expect(settings.budgets.overrides.get("a")).toBe(99);
-    expect(settings.scheduler.stickyTtlSeconds).toBe(30);
+    expect(settings.scheduler.stickyTtlMs).toBe(30_000);
     // Three missed engine readings (every 2 s) and a reading is too old to place by.
     expect(settings.scheduler.engineSignalMaxAgeMs).toBe(6000);
     expect(settings.loadPoll.intervalMs).toBe(2000);
     expect(settings.tiers.defaultTier).toBe("small");
     // Same inputs, same settings; the config is not changed.
     const before = JSON.stringify(config);
-    expect(settingsFrom(config, ["small"])).toEqual(settings);
+    expect(settingsFrom(config)).toEqual(settings);
     expect(JSON.stringify(config)).toBe(before);
   });
 });
@@ -64,13 +64,13 @@ describe("the live snapshot", () => {
     });
     gateway = await Gateway.start(first, { logger: pino({ level: "silent" }) });
     const started = gateway.runtime.settings;
-    expect(started).toEqual(settingsFrom(first, ["small"]));
+    expect(started).toEqual(settingsFrom(first));
     gateway.reload(second);
     const reloaded = gateway.runtime.settings;
     expect(reloaded).not.toBe(started);
-    expect(reloaded).toEqual(settingsFrom(second, ["small"]));
+    expect(reloaded).toEqual(settingsFrom(second));
     // The snapshot a request read before the reload is untouched by it.
-    expect(started).toEqual(settingsFrom(first, ["small"]));
+    expect(started).toEqual(settingsFrom(first));
     // A reload to the same config changes nothing, not even the snapshot.
     expect(gateway.reload(second).changed).toEqual([]);
     expect(gateway.runtime.settings).toBe(reloaded);

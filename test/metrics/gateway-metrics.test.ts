@@ -224,7 +224,7 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
       clock: new ManualClock(0),
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: metrics,
-      stickyTtlSeconds: 1800,
+      stickyTtlMs: 1_800_000,
       loadFactor: 1.25,
       sessionless: "prefix",
     });
@@ -247,7 +247,7 @@ describe("GatewayMetrics: the recorder methods move the right series", () => {
       clock: new ManualClock(0),
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       recorder: metrics,
-      stickyTtlSeconds: 1800,
+      stickyTtlMs: 1_800_000,
       loadFactor: 1.25,
       sessionless: "prefix",
     });

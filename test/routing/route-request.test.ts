@@ -18,8 +18,8 @@ const config = parseConfig(
   },
   "test",
 );
-const registry = new BackendRegistry(config.backends, settingsFrom(config, []).thresholds);
-const settings = settingsFrom(config, registry.tiers());
+const settings = settingsFrom(config);
+const registry = new BackendRegistry(settings.backends, settings.thresholds);
 const deps = { registry };
 
 /** A classifier whose engine always says `tier`, counting the questions it was asked. */

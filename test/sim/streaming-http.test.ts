@@ -74,7 +74,6 @@ describe("timed engine", () => {
     // qwen2.5-7b at time scale 0.1: each decode step takes ~118 ms of wall time, so steps stay apart even when
     // this process (which runs the engine too) stalls for a while on a loaded machine.
     const engine = await start({ profile: "qwen2.5-7b", timeScale: 0.1 });
-    const sentAt = performance.now();
     const res = await chat(engine, {
       messages: [{ role: "user", content: "Slowly, please." }],
       max_tokens: 5,
@@ -83,10 +82,9 @@ describe("timed engine", () => {
     const events = await readEvents(res);
     const tokens = events.filter((event) => event.data !== "[DONE]" && deltaOf(event.data).content);
     expect(tokens).toHaveLength(5);
-    // The last token cannot come before the prefill step and four decode steps have passed...
-    expect(tokens.at(-1)!.atMs - sentAt).toBeGreaterThan(4 * 118);
-    // ...and the tokens arrive as their steps end, not all in one write at the end (a timer that fires very
-    // late may let two due steps share a write, so this asks for most of them to be apart, not all).
+    // The tokens arrive as their steps end, not all in one write at the end (a timer that fires very late may
+    // let two due steps share a write, so this asks for most of them to be apart, not all). How long the steps
+    // take in wall time is bench/sim/wall-time.ts's to measure.
     const arrivals = new Set(tokens.map((token) => token.atMs));
     expect(arrivals.size).toBeGreaterThanOrEqual(3);
   });

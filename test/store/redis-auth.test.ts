@@ -105,12 +105,12 @@ describe.skipIf(redisTool.skip)("a gateway on a Redis that requires a password",
       },
     });
     try {
-      expect(await gw.gateway.runtime.sharedBindings!.connected(5000)).toBe(true);
+      expect(await gw.gateway.runtime.bindings.connected(5000)).toBe(true);
       expect(await gw.gateway.runtime.budgets.connected(5000)).toBe(true);
       expect((await post(gw.url, undefined, { "x-session-id": "s-auth", "x-agent-id": "a" })).status).toBe(
         200,
       );
-      await gw.gateway.runtime.sharedBindings!.flush();
+      await gw.gateway.runtime.bindings.flush();
       await gw.gateway.runtime.budgets.flush();
     } finally {
       await gw.close();

@@ -84,7 +84,7 @@ async function replay(
     clock,
     balancer: createBalancer("least_inflight", new SeededRandom(3)),
     recorder: newRecorder,
-    stickyTtlSeconds: ttlSeconds,
+    stickyTtlMs: ttlSeconds * 1000,
     loadFactor,
     sessionless: "balancer",
   });

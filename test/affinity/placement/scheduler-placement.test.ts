@@ -340,7 +340,7 @@ describe("prefix placement of requests without a session id", () => {
     pinned.inflight = 1;
     expect((await h.scheduler.place("s", "t", list))!.reason).toBe("spill");
     h.scheduler.configure({
-      stickyTtlSeconds: 1800,
+      stickyTtlMs: 1_800_000,
       rebalanceOnRecovery: false,
       balancer: { pick: (_t, c, ok) => c.find(ok) },
       loadFactor: 0,

@@ -28,7 +28,7 @@ function scheduler(policy: ReturnType<typeof createPolicy>) {
     clock: new ManualClock(0),
     balancer: createBalancer("least_inflight", new SeededRandom(1)),
     recorder,
-    stickyTtlSeconds: 1800,
+    stickyTtlMs: 1_800_000,
     loadFactor: 1.25,
     sessionless: "prefix",
     policy,
@@ -61,7 +61,7 @@ describe("PlacementService with a policy", async () => {
     const text = "t".repeat(200);
     await s.place(undefined, "small", backends, new Set(), hints(text));
     const settings = {
-      stickyTtlSeconds: 1800,
+      stickyTtlMs: 1_800_000,
       balancer: createBalancer("least_inflight", new SeededRandom(1)),
       loadFactor: 1.25,
       sessionless: "prefix" as const,

@@ -1,0 +1,177 @@
+// The stages of a completion turn that the handler composes (completion-handler.ts): each takes only what it
+// needs and returns what it decided as a typed record; none writes the request's context.
+import type { IncomingMessage } from "node:http";
+import type { FlowTicket } from "../admission/flow-queue/flow-ticket.js";
+import { serviceTokens } from "../admission/flow-queue/flow-ticket.js";
+import type { Clock } from "../core/clock.js";
+import type { PendingReceipt } from "../receipts/turn-receipts.js";
+import type { Receipt } from "../receipts/receipt-rules.js";
+import { adaptRequest, type Adaptation } from "./adaptation/adapt-request.js";
+import { reserveBudget, streamedUsage, type Admission, type BudgetHold } from "./admit.js";
+import type { AttemptsMade } from "./attempt-loop.js";
+import {
+  lastTurnText,
+  parseCompletionRequest,
+  type CompletionRequest,
+  type Endpoint,
+} from "./completion-request.js";
+import { continuedConversation, rememberResponse, type Conversation } from "./response-chain.js";
+import { identifySession } from "./session-identity.js";
+import type { CompletionDeps } from "./completion-handler.js";
+import type { GatewaySettings } from "./settings.js";
+import { UpstreamBodies } from "./upstream-body.js";
+import type { TokenUsage } from "./usage.js";
+
+/** Stage 2: the request as read and parsed, and what the gateway changes in it for the engine. */
+export interface ParsedTurn {
+  readonly raw: Buffer;
+  readonly request: CompletionRequest;
+  /** Tools a stock engine would refuse, adapted (undefined: the body goes as sent). */
+  readonly adaptation: Adaptation | undefined;
+  /** The last message, only when server.log_prompts is on. */
+  readonly prompt: string | undefined;
+}
+
+/** Parses the body read (readBody) as `endpoint`'s request and adapts what a stock engine would refuse. */
+export function parseTurn(raw: Buffer, endpoint: Endpoint, settings: GatewaySettings): ParsedTurn {
+  const request = parseCompletionRequest(raw, endpoint);
+  return {
+    raw,
+    request,
+    adaptation: adaptRequest(endpoint, request.body, settings.adaptation),
+    prompt: settings.logPrompts ? lastTurnText(request) : undefined,
+  };
+}
+
+/** The session a turn belongs to, and the conversation it continues. */
+export interface TurnSession {
+  /** The affinity key (undefined: no session). */
+  readonly sessionId: string | undefined;
+  /** Which of affinity.session_keys named it (`responses_chain` for a Responses chain's own key). */
+  readonly source: string | undefined;
+  /** The client's session id as sent (its flow is the whole program's), else the affinity key. */
+  readonly flowSessionId: string | undefined;
+  readonly conversation: Conversation;
+}
+
+/**
+ * The session: the first of affinity.session_keys the request carries. A Responses request continuing a
+ * stored response must reach the engine that stores it.
+ */
+export function identifyTurn(
+  deps: CompletionDeps,
+  req: IncomingMessage,
+  endpoint: Endpoint,
+  request: CompletionRequest,
+  settings: GatewaySettings,
+  requestId: string,
+): TurnSession {
+  const chained = endpoint === "responses" && (request.previousResponseId !== undefined || request.store);
+  const identity = identifySession(req.headersDistinct, request.body, settings.sessionKeys, chained);
+  const named = typeof identity === "object" ? identity : undefined;
+  const conversation = continuedConversation(deps, request, named?.key, requestId, identity !== undefined);
+  const sessionId = conversation.sessionKey;
+  return {
+    sessionId,
+    source: sessionId === undefined ? undefined : (named?.source ?? "responses_chain"),
+    flowSessionId: named?.clientId ?? sessionId,
+    conversation,
+  };
+}
+
+/**
+ * The budget hold of a turn, started before routing so that, with both stores in Redis, its round trip runs
+ * alongside the binding lookup's. A refusal rejects it (awaited, and thrown, once routing is done).
+ */
+export function startHold(
+  admission: Admission,
+  request: CompletionRequest,
+  charged: boolean,
+  nowMs: number,
+): Promise<BudgetHold | undefined> {
+  if (!charged) return NO_HOLD;
+  const holding = reserveBudget(admission, request, nowMs);
+  void holding.catch(() => undefined);
+  return holding;
+}
+
+/** Routing failed: its error is the answer, and a hold granted meanwhile is freed. */
+export function releaseHold(holding: Promise<BudgetHold | undefined>, clock: Clock): void {
+  void holding.then(
+    (granted) => granted?.settle(undefined, clock.nowMs()),
+    () => undefined,
+  );
+}
+
+const NO_HOLD: Promise<BudgetHold | undefined> = Promise.resolve(undefined);
+
+/** The bodies every attempt of the turn may send (re-encoded only when the gateway adapted the request). */
+export function upstreamBodies(parsed: ParsedTurn, hold: BudgetHold | undefined): UpstreamBodies {
+  const { adaptation, request } = parsed;
+  return adaptation === undefined
+    ? new UpstreamBodies(parsed.raw, request, hold?.clampedMaxTokens)
+    : new UpstreamBodies(
+        Buffer.from(JSON.stringify(adaptation.body)),
+        request,
+        hold?.clampedMaxTokens,
+        adaptation.body,
+      );
+}
+
+/** Stage 5: what the answered turn used, and its receipt. */
+export interface SettledTurn {
+  readonly usage: TokenUsage | undefined;
+  readonly receipt: Receipt | undefined;
+}
+
+const NOT_SETTLED: SettledTurn = { usage: undefined, receipt: undefined };
+
+/**
+ * An answered turn: its response remembered (Responses API), its tokens counted, its receipt settled (the
+ * previous turn is in by now: the receipt is ready at once).
+ */
+export function settleAnswer(
+  deps: CompletionDeps,
+  parsed: ParsedTurn,
+  session: TurnSession,
+  tier: string,
+  made: AttemptsMade,
+  receipt: PendingReceipt | undefined,
+  charged: boolean,
+): SettledTurn | Promise<SettledTurn> {
+  const result = made.result!;
+  const backend = made.selection?.backend;
+  if (result.responseId !== undefined && parsed.request.store && session.sessionId !== undefined)
+    rememberResponse(deps, result.responseId, backend!.id, session.sessionId);
+  const usage = charged ? result.usage : undefined;
+  if (usage === undefined) return NOT_SETTLED;
+  deps.metrics.tokens(tier, usage);
+  if (receipt === undefined || backend === undefined) return { usage, receipt: undefined };
+  const placement = { backendId: backend.id, tier, reason: made.selection!.reason };
+  const settling = receipt.settle(usage, placement, result.responseId);
+  if (settling instanceof Promise) return settling.then((settled) => receipted(deps, usage, settled));
+  return receipted(deps, usage, settling);
+}
+
+function receipted(deps: CompletionDeps, usage: TokenUsage, receipt: Receipt): SettledTurn {
+  deps.metrics.receipt(receipt);
+  return { usage, receipt };
+}
+
+/**
+ * Charges the turn: a failed request frees its hold; one that ran is charged what the engine reported, a
+ * stream that ended before the engine's usage what it relayed. Its flow's service is corrected likewise.
+ */
+export function chargeTurn(
+  deps: Pick<CompletionDeps, "slots" | "metrics"> & { readonly clock: Clock },
+  request: CompletionRequest,
+  hold: BudgetHold | undefined,
+  flow: FlowTicket,
+  usage: TokenUsage | undefined,
+  generatedEvents: number | undefined,
+): void {
+  const used = usage ?? streamedUsage(request, generatedEvents);
+  hold?.settle(used, deps.clock.nowMs());
+  deps.slots.charge(flow, serviceTokens(used));
+  deps.metrics.flows.served(flow.flow, serviceTokens(used));
+}

@@ -1,0 +1,97 @@
+// A gateway started on a manual clock and its timers: probes, queue timeouts and the binding sweep all run on
+// them (nothing of the three happens until the test moves the clock).
+import { afterEach, describe, expect, it } from "vitest";
+import { ManualClock, ManualTimers } from "../../src/core/clock.js";
+import { chat, startCluster, type Cluster } from "../helpers/cluster.js";
+import { healthChanges, waitUntil, type Subscribe } from "../helpers/wait.js";
+
+/** ManualTimers that say (just after) when a timer is scheduled (an event to wait on, instead of polling). */
+class WatchedTimers extends ManualTimers {
+  private readonly listeners = new Set<() => void>();
+
+  override after(delayMs: number, callback: () => void): () => void {
+    const cancel = super.after(delayMs, callback);
+    // Told once the caller has finished what it was doing when it scheduled (a queue timeout comes first).
+    queueMicrotask(() => {
+      for (const listener of this.listeners) listener();
+    });
+    return cancel;
+  }
+
+  readonly onSchedule: Subscribe = (wake) => {
+    this.listeners.add(wake);
+    return () => this.listeners.delete(wake);
+  };
+}
+
+const PROBE_INTERVAL_MS = 5_000;
+const QUEUE_TIMEOUT_MS = 2_000;
+const STICKY_TTL_MS = 60_000;
+
+let cluster: Cluster | undefined;
+afterEach(async () => {
+  await cluster?.close();
+  cluster = undefined;
+});
+
+async function start(): Promise<{ cluster: Cluster; clock: ManualClock; timers: WatchedTimers }> {
+  const clock = new ManualClock(1_000_000);
+  const timers = new WatchedTimers(clock);
+  cluster = await startCluster(
+    [{ id: "e0", tier: "small", maxInflight: 1 }],
+    {
+      health: { probe_interval_seconds: PROBE_INTERVAL_MS / 1000, failures_to_mark_down: 1 },
+      admission: { queue_timeout_seconds: QUEUE_TIMEOUT_MS / 1000, max_queue_size: 4 },
+      affinity: { sticky_ttl_seconds: STICKY_TTL_MS / 1000 },
+    },
+    { clock, timers },
+  );
+  return { cluster, clock, timers };
+}
+
+describe("a gateway on a manual clock", () => {
+  it("probes only when its clock says so, and marks a dead engine down on it", async () => {
+    const { cluster, clock, timers } = await start();
+    const { registry } = cluster.gateway.runtime;
+    const backend = registry.get("e0")!;
+    // The first probe is due now, and has not run: the clock has not moved.
+    expect(timers.nextDueMs()).toBe(clock.nowMs());
+    timers.advance(0);
+    // It succeeds; the next is scheduled one interval after it, on the manual clock.
+    await waitUntil("the next probe scheduled", () => timers.nextDueMs()! > clock.nowMs(), timers.onSchedule);
+    expect(backend.state).not.toBe("down");
+
+    await cluster.engines.get("e0")!.close();
+    timers.advance(PROBE_INTERVAL_MS - 1);
+    expect(backend.state).not.toBe("down"); // not due yet
+    timers.advance(1);
+    await waitUntil("e0 marked down", () => backend.state === "down", healthChanges(registry));
+  });
+
+  it("times a queued request out when its clock passes the queue timeout", async () => {
+    const { cluster, timers } = await start();
+    const { slots, registry } = cluster.gateway.runtime;
+    const backend = registry.get("e0")!;
+    // The one slot is held, so the request waits in the queue.
+    expect(slots.acquire(backend, undefined)).toBeUndefined();
+    const answer = chat(cluster.url, { session: "queued" });
+    await waitUntil("the request queued", () => slots.depth === 1, timers.onSchedule);
+    timers.advance(QUEUE_TIMEOUT_MS - 1);
+    expect(slots.depth).toBe(1);
+    timers.advance(1);
+    const { status, json } = await answer;
+    expect(status).toBe(503);
+    expect(json).toMatchObject({ error: { code: "queue_timeout" } });
+    slots.release(backend);
+  });
+
+  it("sweeps lapsed bindings on its clock", async () => {
+    const { cluster, timers } = await start();
+    const { bindings } = cluster.gateway.runtime;
+    expect((await chat(cluster.url, { session: "swept" })).status).toBe(200);
+    expect(bindings.countFor("e0")).toBe(1);
+    // The binding lapses after the TTL; the background sweep (every second of the clock) reclaims it.
+    timers.advance(STICKY_TTL_MS + 2_000);
+    await waitUntil("the binding swept", () => bindings.countFor("e0") === 0, timers.onSchedule);
+  });
+});
