@@ -8,7 +8,7 @@ import type { EngineLoadPoller } from "../backends/engine-load-poller.js";
 import type { HealthChecker } from "../backends/health-checker.js";
 import type { RedisAttainedService } from "../admission/flow-queue/redis-attained-service.js";
 import type { BindingStore } from "../affinity/binding-store.js";
-import { systemClock, type Clock } from "../core/clock.js";
+import { systemClock, type Clock, type Timers } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { GatewayConfig } from "../config/schema.js";
@@ -25,6 +25,8 @@ import { checkEnvironment, randomHashKey, wireGateway } from "./wiring.js";
 
 export interface GatewayOptions {
   clock?: Clock;
+  /** The health probes' timers (tests drive them on a ManualClock); the system's by default. */
+  timers?: Timers;
   random?: Random;
   logger?: Logger;
   /** Where reloads read the config from; without it, /admin/reload and SIGHUP have nothing to read. */
@@ -115,6 +117,7 @@ export class Gateway {
     this.random = options.random ?? new SeededRandom(0x5eed);
     const wired = wireGateway(config, {
       clock,
+      ...(options.timers === undefined ? {} : { timers: options.timers }),
       logger,
       random: this.random,
       bindingHashKey: options.bindingHashKey ?? randomHashKey(),
@@ -186,6 +189,11 @@ export class Gateway {
     gateway.health.start();
     gateway.loadPoller.start();
     return gateway;
+  }
+
+  /** The health prober (for tests: its probes' results). */
+  get probes(): Pick<HealthChecker, "onProbe"> {
+    return this.health;
   }
 
   /** The gateway's services and its current snapshot's budgets and settings (for tests and tools). */

@@ -26,7 +26,7 @@ import { HealthChecker } from "../backends/health-checker.js";
 import { BackendRegistry } from "../backends/registry.js";
 import { ConfigError } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
-import { systemTimers, type Clock } from "../core/clock.js";
+import { systemTimers, type Clock, type Timers } from "../core/clock.js";
 import type { Random } from "../core/random.js";
 import { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import { redisConnection, redisEnvProblems } from "../store/redis-connection.js";
@@ -80,6 +80,8 @@ export function createBudgetStore(
 
 export interface WiringOptions {
   clock: Clock;
+  /** The health probes' schedule and timeouts (the system's timers by default). */
+  timers?: Timers;
   random: Random;
   logger: Logger;
   /** The sticky table's secret hash key (two 32-bit words). */
@@ -171,7 +173,11 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     budgets: createBudgetStore(settings, metrics, logger),
     bindingStore,
     sharedService,
-    health: new HealthChecker(registry, settings.probe),
+    // The probes run on the injected clock only with injected timers (the two must move together).
+    health:
+      options.timers === undefined
+        ? new HealthChecker(registry, settings.probe)
+        : new HealthChecker(registry, settings.probe, clock, options.timers),
     loadPoller: new EngineLoadPoller(registry, clock, settings.loadPoll),
   };
 }
