@@ -8,11 +8,12 @@ import type { EngineLoadPoller } from "../backends/engine-load-poller.js";
 import type { HealthChecker } from "../backends/health-checker.js";
 import type { RedisAttainedService } from "../admission/flow-queue/redis-attained-service.js";
 import type { BindingStore } from "../affinity/binding-store.js";
-import { systemClock, type Clock, type Timers } from "../core/clock.js";
+import { systemClock, systemTimers, type Clock, type Timers } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { applyBackends, watchBackendHealth } from "./backend-changes.js";
+import { BackendDrains } from "./backend-drain.js";
 import { ConnectionGuard } from "./connection-guard.js";
 import { defaultMaxConnections, openFileLimit } from "./connection-limit.js";
 import { liveStateFrom } from "./live-state.js";
@@ -94,6 +95,8 @@ export class Gateway {
   private adminAddress: AddressInfo | undefined;
   private readonly health: HealthChecker;
   private readonly loadPoller: EngineLoadPoller;
+  /** Removed engines whose in-flight requests are finishing (upstream.drain_seconds). */
+  private readonly drains: BackendDrains;
   private readonly discovery: DnsDiscovery;
   private discoveredIds: ReadonlySet<string> = new Set<string>();
   private readonly bindingStore: BindingStore;
@@ -130,6 +133,7 @@ export class Gateway {
     this.sharedService = wired.sharedService;
     this.live = { current: liveStateFrom(wired.settings, wired.budgets, wired.parts) };
     this.parts = { ...wired.parts, live: this.live };
+    this.drains = new BackendDrains({ ...this.parts, timers: options.timers ?? systemTimers });
     watchBackendHealth(this.parts);
 
     this.discovery = new DnsDiscovery(config.discovery, {
@@ -273,7 +277,13 @@ export class Gateway {
   private applyBackends(settings: GatewaySettings): string[] {
     const ids = new Set(settings.config.backends.map((b) => b.id));
     const discovered = this.discovery.backends().filter((b) => !ids.has(b.id));
-    const changed = applyBackends(this.parts, this.health, settings, discovered, this.discoveredIds);
+    const changed = applyBackends(
+      { ...this.parts, drains: this.drains },
+      this.health,
+      settings,
+      discovered,
+      this.discoveredIds,
+    );
     this.discoveredIds = new Set(discovered.map((b) => b.id));
     return changed;
   }
@@ -310,6 +320,7 @@ export class Gateway {
       await this.health.stop();
       await this.loadPoller.stop();
       await this.parts.pools.close();
+      await this.drains.close();
       await this.parts.sharedBindings?.flush();
       await this.parts.sharedBindings?.close();
       const { budgets } = this.live.current;
