@@ -14,7 +14,11 @@ export interface ResponseOwnerSettings {
   maxEntries: number;
 }
 
+/** The memory store of owners (this process's own); also the Redis store's local view. */
 export class ResponseOwners {
+  /** Not shared: each process knows the responses it served. */
+  readonly shared: boolean = false;
+
   private cache: LRUCache<string, ResponseOwner>;
 
   constructor(

@@ -13,6 +13,7 @@ import { readBody } from "./read-body.js";
 import { identifySession } from "./session-identity.js";
 import type { RequestContext } from "./request-context.js";
 import { continuedConversation, rememberResponse } from "./response-chain.js";
+import { OwnerWriteGate } from "./owner-write-gate.js";
 import { routeRequest, type RouteDecision, type RouteDeps } from "./route-tier.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import { UpstreamBodies } from "./upstream-body.js";
@@ -65,13 +66,8 @@ export async function handleCompletion(
   const chained = endpoint === "responses" && (request.previousResponseId !== undefined || request.store);
   const identity = identifySession(req.headersDistinct, request.body, sessionKeys, chained);
   const named = typeof identity === "object" ? identity : undefined;
-  const conversation = continuedConversation(
-    deps,
-    request,
-    named?.key,
-    ctx.requestId,
-    identity !== undefined,
-  );
+  const continued = continuedConversation(deps, request, named?.key, ctx.requestId, identity !== undefined);
+  const conversation = continued instanceof Promise ? await continued : continued;
   const sessionId = conversation.sessionKey;
   ctx.sessionId = sessionId;
   ctx.sessionSource = sessionId === undefined ? undefined : (named?.source ?? "responses_chain");
@@ -128,7 +124,12 @@ export async function handleCompletion(
   });
   ctx.band = flow.band;
 
-  // 4. Attempt, 5. answer (written by the answering attempt), then settle.
+  // 4. Attempt, 5. answer (written by the answering attempt), then settle. With a shared owner store, a
+  // stored response's owner is written before its answer completes (read-your-writes across replicas).
+  const gate =
+    endpoint === "responses" && request.store && sessionId !== undefined && deps.responseOwners.shared
+      ? new OwnerWriteGate(res, (id) => rememberResponse(deps, id, ctx.backend!, sessionId))
+      : undefined;
   let usage: TokenUsage | undefined;
   try {
     const result = await runAttemptLoop(
@@ -159,15 +160,20 @@ export async function handleCompletion(
         flow,
         receipt,
       },
-      res,
+      gate ?? res,
       ctx,
     ).catch((err: unknown) => {
       throw route.onlyBackend === undefined ? err : namingTheConversation(err, request.previousResponseId!);
     });
     ctx.status = result.status;
     ctx.streamError = result.streamError;
-    if (result.responseId !== undefined && request.store && sessionId !== undefined) {
-      rememberResponse(deps, result.responseId, ctx.backend!, sessionId);
+    if (
+      result.responseId !== undefined &&
+      request.store &&
+      sessionId !== undefined &&
+      gate?.writtenId !== result.responseId
+    ) {
+      void rememberResponse(deps, result.responseId, ctx.backend!, sessionId);
     }
     usage = countTokens ? undefined : result.usage;
     if (usage !== undefined) deps.metrics.tokens(route.tier, usage);

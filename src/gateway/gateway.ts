@@ -323,6 +323,8 @@ export class Gateway {
       await this.drains.close();
       await this.parts.sharedBindings?.flush();
       await this.parts.sharedBindings?.close();
+      await this.parts.responseOwners.flush?.();
+      await this.parts.responseOwners.close?.();
       const { budgets } = this.live.current;
       await budgets.flush();
       await budgets.close();

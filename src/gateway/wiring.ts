@@ -17,7 +17,7 @@ import { BINDING_SCRIPTS, RedisBindings } from "../affinity/redis-bindings.js";
 import { RedisBindingStore } from "../affinity/redis-binding-store.js";
 import { MemoryBindingStore } from "../affinity/memory-bindings.js";
 import type { BindingStore } from "../affinity/binding-store.js";
-import { ResponseOwners } from "../affinity/response-owners.js";
+import { createResponseOwnerStore } from "../affinity/redis-response-owners.js";
 import { PlacementService, type SchedulerSettings } from "../affinity/placement-service.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { missingApiKeyEnv } from "../backends/backend.js";
@@ -152,7 +152,11 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     pools,
     metrics,
     attempts: new AttemptTracker(),
-    responseOwners: new ResponseOwners(clock, settings.responseOwners),
+    responseOwners: createResponseOwnerStore(config, settings.responseOwners, {
+      clock,
+      logger,
+      health: metrics.bindingStore,
+    }),
     outcomes: new EngineOutcomes(registry, options.probeSoon),
     sharedBindings,
     receipts: createTurnReceipts(config, {
