@@ -25,7 +25,7 @@ interface ProbeState {
   cancel: (() => void) | undefined;
   /** When the next scheduled probe is due: the schedule is a fixed grid, never pushed back by slow probes. */
   nextDueMs: number;
-  /** Probes started and not yet settled (more than one only when probe_timeout exceeds probe_interval). */
+  /** Probes started and not yet settled (0 or 1). */
   inFlight: number;
   lastStartedMs: number;
 }
@@ -35,7 +35,8 @@ interface ProbeState {
  * (a hung probe does not delay the next), and fails at its timeout, on the injected timers. So a hung engine
  * is marked down within failures_to_mark_down x interval + timeout of hanging: the first probe that starts
  * after it hung starts within one interval, the failures_to_mark_down-th one (failures - 1) intervals later,
- * and that one fails at its timeout.
+ * and that one fails at its timeout. (With probe_timeout above probe_interval a probe may still run when
+ * the next is due: that one is skipped, so a probe then takes the grid points its timeout spans.)
  */
 export class HealthChecker {
   // Probes never queue behind long generations on the request pools: small pools of their own.
@@ -119,7 +120,9 @@ export class HealthChecker {
     let nextDueMs = state.nextDueMs + this.settings.intervalMs;
     if (nextDueMs <= nowMs) nextDueMs = nowMs + this.settings.intervalMs;
     this.scheduleAt(backendId, nextDueMs);
-    void this.probe(backendId);
+    // A probe still running (only when probe_timeout exceeds probe_interval) is not doubled: probes that
+    // overlap would all fail together in one slow spell and count as that many failures.
+    if (state.inFlight === 0) void this.probe(backendId);
   }
 
   private async probe(backendId: string): Promise<void> {
