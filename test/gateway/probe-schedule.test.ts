@@ -91,7 +91,16 @@ describe("health probes on schedule", () => {
       });
       timers.advance(INTERVAL_MS - (probe === 1 ? 0 : TIMEOUT_MS));
       await Promise.all([arrived, goodProbed]);
+      const failed = new Promise<void>((resolve) => {
+        const off = gw.gateway.probes.onProbe((result) => {
+          if (result.backendId !== "stuck") return;
+          expect(result.ok).toBe(false);
+          off();
+          resolve();
+        });
+      });
       timers.advance(TIMEOUT_MS); // ... and fails at its timeout
+      await failed;
     }
     expect(await down).toMatchObject({ to: "down", cause: "probe" });
     expect(downAtMs! - hungAtMs).toBeLessThanOrEqual(FAILURES * INTERVAL_MS + TIMEOUT_MS);
