@@ -12,7 +12,6 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Pool } from "undici";
-import { startGatewayProcess, type GatewayProcess } from "../../src/cli/gateway-process.js";
 import { SeededRandom } from "../../src/core/random.js";
 import { metricValue } from "../../src/metrics/prometheus-text.js";
 import { findRedisServer, REDIS_SERVER_MISSING, startRedisServer } from "../../src/store/redis-server.js";
@@ -37,9 +36,14 @@ function startEngine(port: number): ChildProcess {
   );
 }
 
-function gatewayConfig(redisUrl: string, ports: ReadonlyMap<string, number>, without?: string): string {
+function gatewayConfig(
+  port: number,
+  redisUrl: string,
+  ports: ReadonlyMap<string, number>,
+  without?: string,
+): string {
   const config = {
-    server: { host: "127.0.0.1", port: 0, admin_token: ADMIN_TOKEN, max_body_bytes: 1_048_576 },
+    server: { host: "127.0.0.1", port, admin_token: ADMIN_TOKEN, max_body_bytes: 1_048_576 },
     backends: ENGINES.filter((id) => id !== without).map((id) => ({
       id,
       tier: "small",
@@ -72,6 +76,17 @@ function gatewayConfig(redisUrl: string, ports: ReadonlyMap<string, number>, wit
   return JSON.stringify(config, null, 2) + "\n";
 }
 
+/** A loaded machine starts processes slowly: waits of 20 s, three times. */
+async function patiently(wait: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await wait();
+    } catch (err) {
+      if (attempt === 3) throw err;
+    }
+  }
+}
+
 /** How one request ended, as its client saw it. */
 type Outcome = { ok: true; backend: string | undefined; responseId?: string } | { ok: false; cause: string };
 
@@ -81,12 +96,18 @@ interface Tally {
   failures: Map<string, number>;
   byApi: Map<string, { requests: number; ok: number }>;
   /** Turns of sessions with a previous turn: served by the previous turn's engine, moved by a fault, moved otherwise. */
-  affinity: { turns: number; same: number; forced: number; unforced: number };
+  affinity: { turns: number; same: number; forced: number; redis: number; unforced: number };
   chains: { turns: number; answered: number };
 }
 
-/** Fault windows per engine (ms since start): a session moving off an engine in one is a forced move. */
+/**
+ * Fault windows per engine (ms since start; open until the fault ends, then 3 s more for the replicas to
+ * see it end): a session moving off an engine while it was in one is a forced move.
+ */
 const faultWindows: { engine: string; fromMs: number; toMs: number }[] = [];
+/** When Redis restarted (empty): moves within a few seconds of it are counted apart. */
+const redisRestarts: number[] = [];
+const REDIS_WINDOW_MS = 5000;
 const faultLog: string[] = [];
 
 async function main(): Promise<void> {
@@ -97,12 +118,22 @@ async function main(): Promise<void> {
   for (const id of ENGINES) ports.set(id, await freePort());
   const engines = new Map<string, ChildProcess>();
   for (const id of ENGINES) engines.set(id, startEngine(ports.get(id)!));
-  await Promise.all([...ports.values()].map((p) => waitHealthy(`http://127.0.0.1:${p}/health`)));
+  await Promise.all(
+    [...ports.values()].map((p) => patiently(() => waitHealthy(`http://127.0.0.1:${p}/health`))),
+  );
   const dir = await mkdtemp(join(tmpdir(), "agent-serve-soak-replicas-"));
-  const configPath = join(dir, "gateway.json");
-  await writeFile(configPath, gatewayConfig(redis.url, ports));
-  const replicas: GatewayProcess[] = [];
-  for (let i = 0; i < REPLICAS; i++) replicas.push(await startGatewayProcess(configPath));
+  // Each replica has a config file of its own (its own port); a reload rewrites both.
+  const replicas: { url: string; port: number; config: string; process: ChildProcess }[] = [];
+  for (let i = 0; i < REPLICAS; i++) {
+    const port = await freePort();
+    const config = join(dir, `gateway-${i}.json`);
+    await writeFile(config, gatewayConfig(port, redis.url, ports));
+    const child = spawn(process.execPath, [CLI, "gateway", "--config", config, "--log-level", "warn"], {
+      stdio: "ignore",
+    });
+    replicas.push({ url: `http://127.0.0.1:${port}`, port, config, process: child });
+  }
+  await Promise.all(replicas.map((r) => patiently(() => waitHealthy(`${r.url}/healthz`))));
   const pools = replicas.map((r) => new Pool(r.url, { connections: CONCURRENCY * 4 }));
 
   const tally: Tally = {
@@ -110,7 +141,7 @@ async function main(): Promise<void> {
     ok: 0,
     failures: new Map(),
     byApi: new Map(),
-    affinity: { turns: 0, same: 0, forced: 0, unforced: 0 },
+    affinity: { turns: 0, same: 0, forced: 0, redis: 0, unforced: 0 },
     chains: { turns: 0, answered: 0 },
   };
   const started = performance.now();
@@ -158,12 +189,13 @@ async function main(): Promise<void> {
     if (status !== 200) {
       let code = "no error envelope";
       try {
-        const envelope = JSON.parse(text) as { error?: { code?: string; type?: string } };
-        code = envelope.error?.code ?? envelope.error?.type ?? code;
+        const envelope = JSON.parse(text) as { error?: { code?: string; type?: string; message?: string } };
+        const message = (envelope.error?.message ?? "").replace(/resp_[A-Za-z0-9_-]+/g, "<id>").slice(0, 90);
+        code = `${envelope.error?.code ?? envelope.error?.type ?? code}: ${message}`;
       } catch {
         // not JSON: the cause says so
       }
-      return fail(`${status} ${code}`);
+      return fail(`${api} ${status} ${code}`);
     }
     const stream = body["stream"] === true;
     if (stream) {
@@ -197,9 +229,13 @@ async function main(): Promise<void> {
   ): void {
     if (previous === undefined || backend === undefined) return;
     tally.affinity.turns++;
+    const nowMs = elapsed();
     if (backend === previous.backend) tally.affinity.same++;
-    else if (faultWindows.some((w) => w.engine === previous.backend && w.toMs >= previous.atMs))
+    else if (
+      faultWindows.some((w) => w.engine === previous.backend && w.toMs >= previous.atMs && w.fromMs <= nowMs)
+    )
       tally.affinity.forced++;
+    else if (redisRestarts.some((r) => r <= nowMs && nowMs - r <= REDIS_WINDOW_MS)) tally.affinity.redis++;
     else tally.affinity.unforced++;
   }
 
@@ -279,9 +315,14 @@ async function main(): Promise<void> {
   const at = (fraction: number): number => fraction * DURATION_MS;
   const wait = (untilMs: number): Promise<void> =>
     new Promise((resolve) => setTimeout(resolve, Math.max(0, untilMs - elapsed())));
-  const markFault = (engine: string, what: string, fromMs: number, toMs: number): void => {
-    faultWindows.push({ engine, fromMs, toMs });
-    faultLog.push(`${(fromMs / 1000).toFixed(0)}-${(toMs / 1000).toFixed(0)} s: ${what}`);
+  /** Opens a fault window now; the function it returns closes it (3 s later, for the replicas to notice). */
+  const openFault = (engine: string, what: string): (() => void) => {
+    const window = { engine, fromMs: elapsed(), toMs: Infinity };
+    faultWindows.push(window);
+    return () => {
+      window.toMs = elapsed() + 3000;
+      faultLog.push(`${(window.fromMs / 1000).toFixed(0)}-${(window.toMs / 1000).toFixed(0)} s: ${what}`);
+    };
   };
   const simFault = (engine: string, fault: object): Promise<unknown> =>
     fetch(`http://127.0.0.1:${ports.get(engine)}/sim/fault`, {
@@ -289,7 +330,7 @@ async function main(): Promise<void> {
       body: JSON.stringify(fault),
     }).catch(() => undefined);
   const reloadAll = async (without?: string): Promise<void> => {
-    await writeFile(configPath, gatewayConfig(redis.url, ports, without));
+    for (const r of replicas) await writeFile(r.config, gatewayConfig(r.port, redis.url, ports, without));
     await Promise.all(
       replicas.map((r) =>
         fetch(`${r.url}/admin/reload`, {
@@ -301,37 +342,36 @@ async function main(): Promise<void> {
   };
   const faults = (async () => {
     await wait(at(0.15));
+    let close = openFault("e-0", "e-0 SIGKILLed, restarted");
     engines.get("e-0")!.kill("SIGKILL");
-    const killedAt = elapsed();
     await wait(at(0.25));
     engines.set("e-0", startEngine(ports.get("e-0")!));
-    markFault("e-0", "e-0 SIGKILLed, restarted", killedAt, elapsed() + 3000);
+    close();
 
     await wait(at(0.3));
+    close = openFault("e-1", "e-1 hung");
     await simFault("e-1", { kind: "hang" });
-    const hungAt = elapsed();
     await wait(at(0.4));
     await simFault("e-1", { kind: "none" });
-    markFault("e-1", "e-1 hung", hungAt, elapsed() + 3000);
+    close();
 
     await wait(at(0.45));
+    close = openFault("e-2", "e-2 removed by a reload (drained), added back by another");
     await reloadAll("e-2");
-    const removedAt = elapsed();
+    await wait(at(0.52));
+    redisRestarts.push(elapsed());
+    faultLog.push(`${(elapsed() / 1000).toFixed(0)} s: redis-server SIGKILLed and restarted (empty)`);
+    await redis.restart();
     await wait(at(0.6));
     await reloadAll();
-    markFault("e-2", "e-2 removed by a reload (drained), added back", removedAt, elapsed() + 3000);
-
-    await wait(at(0.52));
-    const redisAt = elapsed();
-    await redis.restart();
-    faultLog.push(`${(redisAt / 1000).toFixed(0)} s: redis-server SIGKILLed and restarted (empty)`);
+    close();
 
     await wait(at(0.7));
+    close = openFault("e-3", "e-3 SIGKILLed, restarted");
     engines.get("e-3")!.kill("SIGKILL");
-    const killed3At = elapsed();
     await wait(at(0.78));
     engines.set("e-3", startEngine(ports.get("e-3")!));
-    markFault("e-3", "e-3 SIGKILLed, restarted", killed3At, elapsed() + 3000);
+    close();
   })();
 
   let counter = 0;
@@ -366,7 +406,8 @@ async function main(): Promise<void> {
     }),
   );
   await Promise.all(pools.map((p) => p.close()));
-  await Promise.all(replicas.map((r) => r.stop()));
+  for (const r of replicas) r.process.kill("SIGTERM");
+  await Promise.all(replicas.map((r) => new Promise((resolve) => r.process.once("exit", resolve))));
   for (const engine of engines.values()) engine.kill("SIGTERM");
   await redis.stop();
   await rm(dir, { recursive: true, force: true });
@@ -395,7 +436,8 @@ async function main(): Promise<void> {
   console.log("");
   console.log(
     `affinity: ${affinity.same}/${affinity.turns} turns on their previous turn's engine; ${affinity.forced} forced moves ` +
-      `(the previous engine was faulted or removed); outside forced moves ${affinity.same}/${outsideForced} ` +
+      `(the previous engine was faulted or removed); ${affinity.redis} moves within ${REDIS_WINDOW_MS / 1000} s of the ` +
+      `Redis restart; outside forced moves ${affinity.same}/${outsideForced} ` +
       `(${((100 * affinity.same) / Math.max(1, outsideForced)).toFixed(1)}%)`,
   );
   console.log(`Responses chain turns answered: ${chains.answered}/${chains.turns}`);

@@ -6,7 +6,8 @@
 // is written through (remember() resolves once Redis acknowledged it): the answer that carries the id is
 // completed only after that (src/gateway/owner-write-gate.ts), so a client's next turn finds it through any
 // replica. Fails open like the bindings: with Redis away a replica knows what it served, and the writes
-// made meanwhile are replayed when Redis is back.
+// made meanwhile are replayed when Redis is back, followed by every owner the replica knows (a restarted
+// Redis is empty).
 import type { Logger } from "pino";
 import type { GatewayConfig } from "../config/schema.js";
 import type { Clock } from "../core/clock.js";
@@ -53,6 +54,12 @@ export class RedisResponseOwners implements ResponseOwnerStore {
   ) {
     this.ttlMs = settings.ttlMs;
     this.writes = new WriteBehind<OwnerWrite>({ link, maxPending: MAX_PENDING, call: (w) => this.callOf(w) });
+    // A restarted Redis is empty: the owners this replica knows are written again each time the link is
+    // back (most recently used first), so chains continue through the other replicas after a Redis restart.
+    link.onReady(() => {
+      for (const [responseId, owner] of this.local.recent(MAX_PENDING))
+        this.writes.submit({ kind: "write", responseId, owner });
+    });
   }
 
   owner(responseId: string): ResponseOwner | undefined | Promise<ResponseOwner | undefined> {

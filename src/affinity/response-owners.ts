@@ -53,6 +53,16 @@ export class ResponseOwners {
     return this.cache.size;
   }
 
+  /** Up to `max` owners, most recently used first (a shared store writes them again after a Redis restart). */
+  recent(max: number): [string, ResponseOwner][] {
+    const out: [string, ResponseOwner][] = [];
+    for (const entry of this.cache.entries()) {
+      if (out.length >= max) break;
+      out.push(entry);
+    }
+    return out;
+  }
+
   private create(settings: ResponseOwnerSettings): LRUCache<string, ResponseOwner> {
     return new LRUCache<string, ResponseOwner>({
       max: settings.maxEntries,
