@@ -104,7 +104,7 @@ interface Tally {
  * Fault windows per engine (ms since start; open until the fault ends, then 3 s more for the replicas to
  * see it end): a session moving off an engine while it was in one is a forced move.
  */
-const faultWindows: { engine: string; fromMs: number; toMs: number }[] = [];
+const faultWindows: { engine: string; what: string; fromMs: number; toMs: number }[] = [];
 /** When Redis restarted (empty): moves within a few seconds of it are counted apart. */
 const redisRestarts: number[] = [];
 const REDIS_WINDOW_MS = 5000;
@@ -206,7 +206,12 @@ async function main(): Promise<void> {
           : api === "messages"
             ? text.includes("event: message_stop")
             : text.includes("response.completed");
-      if (errorEvent) return fail(`${api} stream ended by an error event`);
+      if (errorEvent) {
+        const message = /"message":"([^"]{0,90})/.exec(
+          text.slice(text.search(/event: error|"error"|response\.failed/)),
+        )?.[1];
+        return fail(`${api} stream ended by an error event (${backend ?? "?"}): ${message ?? "?"}`);
+      }
       if (!complete) return fail(`${api} stream ended without its final event`);
     }
     tally.ok++;
@@ -303,7 +308,21 @@ async function main(): Promise<void> {
         {},
       );
       tally.chains.turns++;
-      if (!outcome.ok) return; // the chain ends here (its cause is counted)
+      if (!outcome.ok) {
+        // The chain ends here (its cause is counted). An engine that was killed lost the responses it stored.
+        const owner = previous?.backend;
+        const killed = faultWindows.some(
+          (w) => w.engine === owner && w.what.includes("SIGKILL") && w.toMs >= (previous?.atMs ?? 0),
+        );
+        if (killed && outcome.cause.includes("404")) {
+          tally.failures.set(outcome.cause, tally.failures.get(outcome.cause)! - 1);
+          if (tally.failures.get(outcome.cause) === 0) tally.failures.delete(outcome.cause);
+          fail(
+            `responses 404: the chain's engine was SIGKILLed and restarted (its stored responses gone with it)`,
+          );
+        }
+        return;
+      }
       tally.chains.answered++;
       affinityOf(previous, outcome.backend);
       if (outcome.backend !== undefined) previous = { backend: outcome.backend, atMs };
@@ -317,7 +336,7 @@ async function main(): Promise<void> {
     new Promise((resolve) => setTimeout(resolve, Math.max(0, untilMs - elapsed())));
   /** Opens a fault window now; the function it returns closes it (3 s later, for the replicas to notice). */
   const openFault = (engine: string, what: string): (() => void) => {
-    const window = { engine, fromMs: elapsed(), toMs: Infinity };
+    const window = { engine, what, fromMs: elapsed(), toMs: Infinity };
     faultWindows.push(window);
     return () => {
       window.toMs = elapsed() + 3000;
