@@ -108,6 +108,8 @@ const faultWindows: { engine: string; what: string; fromMs: number; toMs: number
 /** When Redis restarted (empty): moves within a few seconds of it are counted apart. */
 const redisRestarts: number[] = [];
 const REDIS_WINDOW_MS = 5000;
+/** When each failure happened (s since start). */
+const failureTimes: number[] = [];
 const faultLog: string[] = [];
 
 async function main(): Promise<void> {
@@ -152,6 +154,7 @@ async function main(): Promise<void> {
 
   const fail = (cause: string): Outcome => {
     tally.failures.set(cause, (tally.failures.get(cause) ?? 0) + 1);
+    failureTimes.push(Math.round(elapsed() / 1000));
     return { ok: false, cause };
   };
 
@@ -418,12 +421,9 @@ async function main(): Promise<void> {
   );
   await faults;
 
-  const memory = await Promise.all(
-    replicas.map(async (r) => {
-      const text = await fetch(`${r.url}/metrics`).then((res) => res.text());
-      return metricValue(text, "process_resident_memory_bytes") / 2 ** 20;
-    }),
-  );
+  const scraped = await Promise.all(replicas.map((r) => fetch(`${r.url}/metrics`).then((res) => res.text())));
+  const memory = scraped.map((text) => metricValue(text, "process_resident_memory_bytes") / 2 ** 20);
+  const storeErrors = scraped.map((text) => metricValue(text, "agentserve_binding_store_errors_total"));
   await Promise.all(pools.map((p) => p.close()));
   for (const r of replicas) r.process.kill("SIGTERM");
   await Promise.all(replicas.map((r) => new Promise((resolve) => r.process.once("exit", resolve))));
@@ -461,6 +461,8 @@ async function main(): Promise<void> {
   );
   console.log(`Responses chain turns answered: ${chains.answered}/${chains.turns}`);
   console.log(`faults: ${faultLog.join("; ")}`);
+  console.log(`failures at (s): ${failureTimes.join(", ") || "none"}`);
+  console.log(`binding store errors (timeouts, outage) per replica: ${storeErrors.join(", ")}`);
   console.log(`replicas' RSS at the end: ${memory.map((m) => `${m.toFixed(0)} MB`).join(", ")}`);
 }
 

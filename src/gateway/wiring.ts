@@ -36,6 +36,7 @@ import { AttemptTracker } from "./attempt-tracker.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayParts, LiveCell } from "./runtime.js";
 import { settingsFrom, type GatewaySettings } from "./settings.js";
+import { SearchingOwnerStore } from "./owner-search.js";
 import { UpstreamPools } from "./upstream-pools.js";
 
 /** Unpredictable to clients, so they cannot craft session ids that collide in the table's index. */
@@ -152,11 +153,15 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     pools,
     metrics,
     attempts: new AttemptTracker(),
-    responseOwners: createResponseOwnerStore(config, settings.responseOwners, {
-      clock,
-      logger,
-      health: metrics.bindingStore,
-    }),
+    // A miss of the owner store asks the engines (owner-search.ts), bounded by the probe timeout.
+    responseOwners: new SearchingOwnerStore(
+      createResponseOwnerStore(config, settings.responseOwners, {
+        clock,
+        logger,
+        health: metrics.bindingStore,
+      }),
+      { registry, pools, timeoutMs: () => settings.probe.timeoutMs },
+    ),
     outcomes: new EngineOutcomes(registry, options.probeSoon),
     sharedBindings,
     receipts: createTurnReceipts(config, {
