@@ -40,6 +40,8 @@ type OwnerWrite =
 
 /** Writes waiting for Redis to come back, at most (the oldest dropped first; the local view has them). */
 const MAX_PENDING = 100_000;
+/** Owners written again after a reconnect, at most: chains in use are the recent ones. */
+const MAX_REWRITE = 10_000;
 
 export class RedisResponseOwners implements ResponseOwnerStore {
   readonly shared = true;
@@ -54,10 +56,12 @@ export class RedisResponseOwners implements ResponseOwnerStore {
   ) {
     this.ttlMs = settings.ttlMs;
     this.writes = new WriteBehind<OwnerWrite>({ link, maxPending: MAX_PENDING, call: (w) => this.callOf(w) });
-    // A restarted Redis is empty: the owners this replica knows are written again each time the link is
-    // back (most recently used first), so chains continue through the other replicas after a Redis restart.
-    link.onReady(() => {
-      for (const [responseId, owner] of this.local.recent(MAX_PENDING))
+    // A restarted Redis is empty: the owners this replica knows (the most recently used) are written again
+    // on each new connection, so chains continue through the other replicas after a Redis restart. Only on
+    // a new connection: a link that was merely slow lost nothing, and rewriting then would add load to a
+    // Redis already behind.
+    link.client.on("ready", () => {
+      for (const [responseId, owner] of this.local.recent(MAX_REWRITE))
         this.writes.submit({ kind: "write", responseId, owner });
     });
   }
