@@ -4,8 +4,10 @@
 // absent) and, when it routes a turn and the binding is live, slides its TTL there and then: the hit path
 // (the bulk of the traffic) costs that one command and nothing more. The answer is also kept in a local
 // StickyTable. Every bind, break, and any refresh the lookup did not already make, is applied to the local
-// table and written back without waiting (src/store/write-behind.ts: in order, on one connection, each
-// with the time of its decision, so a late write never overwrites a newer one). When Redis is slow or away
+// table and written to Redis (in order, on one connection, each with the time of its decision, so a late
+// write never overwrites a newer one): binds and breaks, which change where a session goes, are written
+// through (awaited, with their invalidation sent, before the turn goes on: read-your-writes, docs/affinity.md);
+// refreshes are written back without waiting (src/store/write-behind.ts). When Redis is slow or away
 // nothing waits for it: lookups answer from the local table, writes queue and are replayed when it answers
 // again. Broken bindings are counted by the replica whose script actually broke them, so the sum over
 // replicas counts each once (while Redis is away, by the replica that broke them locally).
@@ -28,7 +30,8 @@ import type { Hash64 } from "./hash.js";
 import { MemoryBindingStore } from "./memory-bindings.js";
 import { UNAVAILABLE } from "../store/redis-link.js";
 import type { RedisSubscription } from "../store/redis-subscription.js";
-import { WriteBehind } from "../store/write-behind.js";
+import { WriteBehind, type ScriptCall } from "../store/write-behind.js";
+import { afterReadyIo, writeThrough } from "../store/write-through.js";
 import type { RedisBindings } from "./redis-bindings.js";
 import { hashSession } from "./rendezvous.js";
 import type { StickyTable } from "./sticky-table.js";
@@ -94,16 +97,7 @@ export class RedisBindingStore implements BindingStore {
     this.writes = new WriteBehind<BindingWrite>({
       link: this.remote.link,
       maxPending: MAX_PENDING,
-      call: (write) => {
-        switch (write.kind) {
-          case "write":
-            return this.remote.write(write.sessionId, write.backendId, write.expiresAtMs, write.atMs);
-          case "break":
-            return this.remote.breakBinding(write.sessionId, write.backendId, write.atMs);
-          case "breakBackend":
-            return this.remote.breakBackend(write.backendId, write.atMs);
-        }
-      },
+      call: (write) => this.callOf(write),
       // No script will count what the local table broke meanwhile: it is counted here, once.
       onQueued: (write) => {
         if (write.kind !== "write" && write.localCount > 0) this.broken(write.tier, write.localCount);
@@ -113,6 +107,29 @@ export class RedisBindingStore implements BindingStore {
         this.broken(write.tier, reply);
       },
     });
+  }
+
+  private callOf(write: BindingWrite): ScriptCall {
+    switch (write.kind) {
+      case "write":
+        return this.remote.write(write.sessionId, write.backendId, write.expiresAtMs, write.atMs);
+      case "break":
+        return this.remote.breakBinding(write.sessionId, write.backendId, write.atMs);
+      case "breakBackend":
+        return this.remote.breakBackend(write.backendId, write.atMs);
+    }
+  }
+
+  /**
+   * Read-your-writes (docs/affinity.md): a change of a session's routing (a bind or a break) is in Redis,
+   * and its invalidation sent to every replica, before the decision's apply() resolves, so before the turn
+   * is even sent to its engine. When Redis does not answer in time the write is queued like a write-back.
+   */
+  private async writeThrough(write: Extract<BindingWrite, { kind: "write" | "break" }>): Promise<void> {
+    if (!this.remote.link.up) return this.writes.submit(write);
+    const reply = await writeThrough(this.remote.link, this.callOf(write));
+    if (reply === UNAVAILABLE) this.writes.submit(write);
+    else if (write.kind === "break" && typeof reply === "number" && reply > 0) this.broken(write.tier, reply);
   }
 
   /**
@@ -163,6 +180,11 @@ export class RedisBindingStore implements BindingStore {
   async lookup(sessionId: string, nowMs: number, purpose: LookupPurpose): Promise<BindingLookup> {
     const route = purpose === "route";
     if (route && this.confirmed.has(sessionId)) {
+      // Invalidations that reached this replica before the turn did are read first (read-your-writes: a
+      // rebind's invalidation is sent before the turn that made it is answered, see writeThrough()).
+      await afterReadyIo();
+    }
+    if (route && this.confirmed.has(sessionId)) {
       // Nothing changed its routing since it was confirmed: the local binding is Redis's, and the TTL
       // slides by the decision's refresh (written when it moves the expiry past the tolerance).
       const bound = this.table.get(sessionId, nowMs);
@@ -198,18 +220,21 @@ export class RedisBindingStore implements BindingStore {
   }
 
   apply(effects: readonly BindingEffect[], nowMs: number): Promise<void> {
+    const through: Promise<void>[] = [];
     for (const effect of effects) {
       switch (effect.kind) {
         case "bind":
           this.confirmed.delete(effect.sessionId);
           this.table.bind(effect.sessionId, effect.placement, effect.backendId, effect.expiresAtMs, nowMs);
-          this.writes.submit({
-            kind: "write",
-            sessionId: effect.sessionId,
-            backendId: effect.backendId,
-            expiresAtMs: effect.expiresAtMs,
-            atMs: nowMs,
-          });
+          through.push(
+            this.writeThrough({
+              kind: "write",
+              sessionId: effect.sessionId,
+              backendId: effect.backendId,
+              expiresAtMs: effect.expiresAtMs,
+              atMs: nowMs,
+            }),
+          );
           break;
         case "refresh":
           this.refresh(effect.sessionId, effect.expiresAtMs, nowMs);
@@ -219,12 +244,12 @@ export class RedisBindingStore implements BindingStore {
           const localCount = this.table.breakBinding(effect.sessionId, effect.backendId, nowMs) ? 1 : 0;
           // Sent even when the local table did not hold it: another replica's binding to the failed
           // backend is Redis's to break (the script breaks only a live binding to that backend, once).
-          this.writes.submit({ ...effect, atMs: nowMs, localCount });
+          through.push(this.writeThrough({ ...effect, atMs: nowMs, localCount }));
           break;
         }
       }
     }
-    return Promise.resolve();
+    return through.length === 0 ? Promise.resolve() : Promise.all(through).then(() => undefined);
   }
 
   /**

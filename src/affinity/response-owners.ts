@@ -15,7 +15,11 @@ export interface ResponseOwnerSettings {
   maxEntries: number;
 }
 
+/** The memory store of owners (this process's own); also the Redis store's local view. */
 export class ResponseOwners {
+  /** Not shared: each process knows the responses it served. */
+  readonly shared: boolean = false;
+
   private cache: LRUCache<string, ResponseOwner>;
 
   constructor(
@@ -48,6 +52,16 @@ export class ResponseOwners {
 
   get size(): number {
     return this.cache.size;
+  }
+
+  /** Up to `max` owners, most recently used first (a shared store writes them again after a Redis restart). */
+  recent(max: number): [string, ResponseOwner][] {
+    const out: [string, ResponseOwner][] = [];
+    for (const entry of this.cache.entries()) {
+      if (out.length >= max) break;
+      out.push(entry);
+    }
+    return out;
   }
 
   private create(settings: ResponseOwnerSettings): LRUCache<string, ResponseOwner> {

@@ -432,6 +432,11 @@ const upstreamSchema = z.strictObject({
   max_attempts: positiveInt("a positive integer").default(3),
   keep_alive_connections: positiveInt("a positive integer").default(128),
   /**
+   * An engine removed by a reload or gone from DNS discovery takes no new requests; those in flight on it
+   * finish for up to this long, then its connections close (0: at once).
+   */
+  drain_seconds: nonNegativeNumber("a non-negative number").default(60),
+  /**
    * A streaming attempt whose engine sent no response headers within this long is abandoned and retried on
    * the next engine (nothing reached the client yet). vLLM sends a stream's headers before prefill, so a few
    * seconds is safe; an engine that hangs before them no longer holds the request to its deadline.

@@ -457,7 +457,7 @@ function isJsonType(type: string | string[] | undefined): boolean {
 }
 
 /** The `id` of a Responses API answer (a small parse: such bodies are the size of one turn's output). */
-function responseIdOf(body: Buffer): string | undefined {
+export function responseIdOf(body: Buffer): string | undefined {
   try {
     const id = (JSON.parse(body.toString("utf8")) as { id?: unknown }).id;
     return typeof id === "string" ? id : undefined;

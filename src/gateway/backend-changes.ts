@@ -1,5 +1,6 @@
 // Backends going down, coming up, leaving and arriving: one way to retire a backend, whatever the cause.
 import type { Backend } from "../backends/backend.js";
+import type { BackendDrains } from "./backend-drain.js";
 import type { HealthChecker } from "../backends/health-checker.js";
 import type { GatewayParts } from "./runtime.js";
 import type { AbandonReason } from "./upstream-failure.js";
@@ -59,7 +60,11 @@ export function watchBackendHealth(
   });
 }
 
-export type BackendChangeDeps = RetireDeps & Pick<GatewayParts, "registry" | "pools" | "metrics">;
+export type BackendChangeDeps = RetireDeps &
+  Pick<GatewayParts, "registry" | "pools" | "metrics"> & {
+    /** Where removed backends drain (backend-drain.ts); without it they are cut at once. */
+    readonly drains?: BackendDrains;
+  };
 
 /**
  * Makes the registry hold the config's static backends plus the discovered ones. A backend that left
@@ -77,6 +82,14 @@ export function applyBackends(
   for (const backend of removed) {
     const reason = wasDiscovered.has(backend.id) ? "backend left discovery" : "backend removed from config";
     const held = deps.scheduler.bindingsOf(backend.id);
+    if (deps.drains !== undefined) {
+      const drainSeconds = settings.drainMs / 1000;
+      const inFlight = deps.drains.start(backend, reason, settings.drainMs);
+      changed.push(
+        `removed backend ${backend.id} (its ${held} bindings broken; ${inFlight} requests in flight drain for up to ${drainSeconds} s)`,
+      );
+      continue;
+    }
     void retireBackend(deps, backend, reason).bindingsBroken;
     deps.pools.drop(backend.id);
     changed.push(`removed backend ${backend.id} (its ${held} bindings broken)`);

@@ -11,7 +11,9 @@ import { admit, estimatePromptTokens, type Admission, type BudgetHold } from "./
 import { runAttemptLoop, type AttemptLoopDeps, type AttemptsMade } from "./attempt-loop.js";
 import type { Endpoint } from "./completion-request.js";
 import type { RequestContext } from "./request-context.js";
+import { OwnerWriteGate } from "./owner-write-gate.js";
 import { readBody } from "./read-body.js";
+import { rememberResponse } from "./response-chain.js";
 import { routeRequest, type RouteDecision, type RouteDeps } from "./route-tier.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import {
@@ -65,7 +67,9 @@ export async function handleCompletion(
     admission = admit(req.headersDistinct, ctx.apiKey, settings, live.budgets, deps.clock.nowMs());
     parsed = parseTurn(await readBody(req, settings.maxBodyBytes), endpoint, settings);
     const { request } = parsed;
-    session = identifyTurn(deps, req, endpoint, request, settings, ctx.requestId);
+    const identifying = identifyTurn(deps, req, endpoint, request, settings, ctx.requestId);
+    session = identifying instanceof Promise ? await identifying : identifying;
+    const sessionId = session.sessionId;
     // 3. Route, with the budget hold and the previous turn's receipt read alongside.
     const receipt =
       charged && settings.receipts.enabled ? deps.receipts.begin(session.sessionId, request) : undefined;
@@ -101,7 +105,12 @@ export async function handleCompletion(
       keyMaxPriority: ctx.apiKey?.maxPriority,
       estimatedTokens: estimatePromptTokens(request),
     });
-    // 4. Attempt (the answering attempt writes the answer), 5. settle.
+    // 4. Attempt (the answering attempt writes the answer), 5. settle. With a shared owner store, a stored
+    // response's owner is written before its answer completes (read-your-writes across replicas).
+    const gate =
+      endpoint === "responses" && request.store && sessionId !== undefined && deps.responseOwners.shared
+        ? new OwnerWriteGate(res, (id, backendId) => rememberResponse(deps, id, backendId, sessionId))
+        : undefined;
     made = await runAttemptLoop(
       deps,
       live,
@@ -122,14 +131,14 @@ export async function handleCompletion(
         flow,
         receipt,
       },
-      res,
+      gate ?? res,
       ctx,
     );
     if (made.result === undefined)
       throw route.onlyBackend === undefined
         ? made.error
         : namingTheConversation(made.error, request.previousResponseId!);
-    const settling = settleAnswer(deps, parsed, session, tier, made, receipt, charged);
+    const settling = settleAnswer(deps, parsed, session, tier, made, receipt, charged, gate?.writtenId);
     ({ usage, receipt: receipted } = settling instanceof Promise ? await settling : settling);
   } finally {
     if (flow !== undefined) chargeTurn(deps, parsed!.request, hold, flow, usage, made?.generatedEvents);

@@ -12,6 +12,7 @@ import { GatewayError } from "../core/errors.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { applyBackends, watchBackendHealth } from "./backend-changes.js";
+import { BackendDrains } from "./backend-drain.js";
 import { ConnectionGuard } from "./connection-guard.js";
 import { defaultMaxConnections, openFileLimit } from "./connection-limit.js";
 import { liveStateFrom } from "./live-state.js";
@@ -97,6 +98,8 @@ export class Gateway {
   private adminAddress: AddressInfo | undefined;
   private readonly health: HealthChecker;
   private readonly loadPoller: EngineLoadPoller;
+  /** Removed engines whose in-flight requests are finishing (upstream.drain_seconds). */
+  private readonly drains: BackendDrains;
   private readonly discovery: DnsDiscovery;
   /** The flows' attained service shared through admission.store when it is Redis. */
   private readonly sharedService: RedisAttainedService | undefined;
@@ -135,6 +138,7 @@ export class Gateway {
     this.sharedService = wired.sharedService;
     this.live = { current: liveStateFrom(wired.settings, wired.budgets, wired.parts) };
     this.parts = { ...wired.parts, live: this.live };
+    this.drains = new BackendDrains({ ...this.parts, timers: options.timers ?? systemTimers });
     watchBackendHealth(this.parts);
 
     this.discovery = new DnsDiscovery(config.discovery, {
@@ -191,6 +195,11 @@ export class Gateway {
     gateway.health.start();
     gateway.loadPoller.start();
     return gateway;
+  }
+
+  /** The health prober (for tests: its probes' results). */
+  get probes(): Pick<HealthChecker, "onProbe"> {
+    return this.health;
   }
 
   /** The gateway's services and its current snapshot's budgets and settings (for tests and tools). */
@@ -269,7 +278,12 @@ export class Gateway {
 
   /** The registry holds `settings`' backends (see backend-changes.ts). */
   private applyBackends(settings: GatewaySettings): string[] {
-    return applyBackends(this.parts, this.health, settings, this.live.current.settings.discoveredIds);
+    return applyBackends(
+      { ...this.parts, drains: this.drains },
+      this.health,
+      settings,
+      this.live.current.settings.discoveredIds,
+    );
   }
 
   private async reloadFromSource(): Promise<{ changed: string[] }> {
@@ -302,8 +316,11 @@ export class Gateway {
       await this.health.stop();
       await this.loadPoller.stop();
       await this.parts.pools.close();
+      await this.drains.close();
       await this.parts.bindings.flush();
       await this.parts.bindings.close();
+      await this.parts.responseOwners.flush?.();
+      await this.parts.responseOwners.close?.();
       const { budgets } = this.live.current;
       await budgets.flush();
       await budgets.close();

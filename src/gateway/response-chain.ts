@@ -1,5 +1,6 @@
 // The Responses API's conversations: a request with previous_response_id goes to the engine that stores it.
-import type { ResponseOwners } from "../affinity/response-owners.js";
+import type { ResponseOwnerStore } from "../affinity/response-owner-store.js";
+import type { ResponseOwner } from "../affinity/response-owners.js";
 import type { Backend } from "../backends/backend.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import { GatewayError } from "../core/errors.js";
@@ -7,7 +8,7 @@ import type { CompletionRequest } from "./completion-request.js";
 
 interface ChainDeps {
   readonly registry: BackendRegistry;
-  readonly responseOwners: ResponseOwners;
+  readonly responseOwners: ResponseOwnerStore;
 }
 
 export interface Conversation {
@@ -22,7 +23,8 @@ export interface Conversation {
  * with previous_response_id continues a response that one engine keeps in its memory: that engine (and the
  * chain's affinity key, so its turns count as one session) wins over the session header. The first turn of a
  * chain without a session header gets a key of its own, so a conversation chained only by response ids is
- * placed, pinned and counted like any session.
+ * placed, pinned and counted like any session. With a shared owner store an id this replica never saw costs
+ * one round trip (the result is then a promise).
  */
 export function continuedConversation(
   deps: ChainDeps,
@@ -31,7 +33,7 @@ export function continuedConversation(
   requestId: string,
   /** The chain may name the session (affinity.session_keys reached its responses_chain entry). */
   chainKeys: boolean,
-): Conversation {
+): Conversation | Promise<Conversation> {
   if (request.endpoint !== "responses") return { sessionKey: sessionId, owner: undefined };
   const chain = (key: string | undefined): string | undefined => sessionId ?? (chainKeys ? key : undefined);
   const previous = request.previousResponseId;
@@ -39,12 +41,12 @@ export function continuedConversation(
     return { sessionKey: chain(request.store ? `response-chain:${requestId}` : undefined), owner: undefined };
   }
   const known = deps.responseOwners.owner(previous);
-  // Unknown here (never seen, or forgotten): the session decides, and the engine answers for the id.
-  if (known === undefined) return { sessionKey: chain(`response-chain:${previous}`), owner: undefined };
-  return {
-    sessionKey: chain(known.sessionKey),
-    owner: liveOwner(deps.registry, previous, known.backendId),
-  };
+  const conversationOf = (owner: ResponseOwner | undefined): Conversation =>
+    // Unknown (never seen, or forgotten): the session decides, and the engine answers for the id.
+    owner === undefined
+      ? { sessionKey: chain(`response-chain:${previous}`), owner: undefined }
+      : { sessionKey: chain(owner.sessionKey), owner: liveOwner(deps.registry, previous, owner.backendId) };
+  return known instanceof Promise ? known.then(conversationOf) : conversationOf(known);
 }
 
 /** The engine that stores `responseId`, or the clear error that its state is gone with that engine. */
@@ -67,6 +69,6 @@ export function rememberResponse(
   responseId: string,
   backendId: string,
   sessionKey: string,
-): void {
-  deps.responseOwners.remember(responseId, { backendId, sessionKey });
+): void | Promise<void> {
+  return deps.responseOwners.remember(responseId, { backendId, sessionKey });
 }

@@ -1,7 +1,7 @@
 // A running gateway's parts: services built once at start, and the live snapshot (settings and what is built
 // from them) that a reload swaps whole. Handlers name the parts they use (Pick<GatewayParts, ...>).
 import type { Logger } from "pino";
-import type { ResponseOwners } from "../affinity/response-owners.js";
+import type { ResponseOwnerStore } from "../affinity/response-owner-store.js";
 import type { PlacementService } from "../affinity/placement-service.js";
 import type { BackendSlots } from "../admission/backend-slots.js";
 import type { BudgetStore } from "../admission/budget-store.js";
@@ -49,7 +49,7 @@ export interface GatewayParts {
   readonly metrics: GatewayMetrics;
   readonly attempts: AttemptTracker;
   /** The Responses API: which engine stores each response. */
-  readonly responseOwners: ResponseOwners;
+  readonly responseOwners: ResponseOwnerStore;
   /** Where real requests' outcomes feed the engines' health. */
   readonly outcomes: EngineOutcomes;
   /** What the attempt loop records: metrics and the outcomes above. */

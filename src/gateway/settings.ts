@@ -43,6 +43,8 @@ export interface GatewaySettings {
   readonly maxBodyBytes: number;
   readonly maxAttempts: number;
   readonly firstByteTimeoutMs: number;
+  /** A removed engine's in-flight requests finish within this before its pool is cut (upstream.drain_seconds). */
+  readonly drainMs: number;
   /** The first-byte timeout of streaming requests (their first chunk comes after prefill only). */
   readonly streamFirstByteTimeoutMs: number;
   /** A streaming attempt without response headers after this long fails over (upstream.stream_headers_timeout_seconds). */
@@ -117,6 +119,7 @@ export function settingsFrom(
     maxBodyBytes: server.max_body_bytes,
     maxAttempts: upstream.max_attempts,
     firstByteTimeoutMs: upstream.first_byte_timeout_seconds * 1000,
+    drainMs: upstream.drain_seconds * 1000,
     streamFirstByteTimeoutMs: upstream.stream_first_byte_timeout_seconds * 1000,
     streamHeadersTimeoutMs: upstream.stream_headers_timeout_seconds * 1000,
     maxResponseBytes: upstream.max_response_bytes,

@@ -42,7 +42,7 @@ export async function handleStoredResponse(
   } catch {
     throw new GatewayError("invalid_request", "the response id in the path is not valid percent-encoding");
   }
-  const known = rt.responseOwners.owner(responseId);
+  const known = await rt.responseOwners.owner(responseId);
   if (known === undefined) {
     throw new GatewayError(
       "response_not_found",

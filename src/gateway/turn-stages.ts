@@ -65,18 +65,22 @@ export function identifyTurn(
   request: CompletionRequest,
   settings: GatewaySettings,
   requestId: string,
-): TurnSession {
+): TurnSession | Promise<TurnSession> {
   const chained = endpoint === "responses" && (request.previousResponseId !== undefined || request.store);
   const identity = identifySession(req.headersDistinct, request.body, settings.sessionKeys, chained);
   const named = typeof identity === "object" ? identity : undefined;
-  const conversation = continuedConversation(deps, request, named?.key, requestId, identity !== undefined);
-  const sessionId = conversation.sessionKey;
-  return {
-    sessionId,
-    source: sessionId === undefined ? undefined : (named?.source ?? "responses_chain"),
-    flowSessionId: named?.clientId ?? sessionId,
-    conversation,
+  const continued = continuedConversation(deps, request, named?.key, requestId, identity !== undefined);
+  const sessionOf = (conversation: Conversation): TurnSession => {
+    const sessionId = conversation.sessionKey;
+    return {
+      sessionId,
+      source: sessionId === undefined ? undefined : (named?.source ?? "responses_chain"),
+      flowSessionId: named?.clientId ?? sessionId,
+      conversation,
+    };
   };
+  // With a shared owner store, an id this replica never saw costs one round trip.
+  return continued instanceof Promise ? continued.then(sessionOf) : sessionOf(continued);
 }
 
 /**
@@ -138,11 +142,18 @@ export function settleAnswer(
   made: AttemptsMade,
   receipt: PendingReceipt | undefined,
   charged: boolean,
+  /** The owner already written while the answer streamed (owner-write-gate.ts), not to be written again. */
+  ownerWritten: string | undefined,
 ): SettledTurn | Promise<SettledTurn> {
   const result = made.result!;
   const backend = made.selection?.backend;
-  if (result.responseId !== undefined && parsed.request.store && session.sessionId !== undefined)
-    rememberResponse(deps, result.responseId, backend!.id, session.sessionId);
+  if (
+    result.responseId !== undefined &&
+    parsed.request.store &&
+    session.sessionId !== undefined &&
+    ownerWritten !== result.responseId
+  )
+    void rememberResponse(deps, result.responseId, backend!.id, session.sessionId);
   const usage = charged ? result.usage : undefined;
   if (usage === undefined) return NOT_SETTLED;
   deps.metrics.tokens(tier, usage);

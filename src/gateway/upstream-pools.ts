@@ -99,7 +99,17 @@ export class UpstreamPools {
     };
   }
 
-  /** Drops a removed backend's pool. */
+  /**
+   * Takes a removed backend's pool out without closing it: the caller drains it (backend-drain.ts). The next
+   * get() for that id makes a fresh pool.
+   */
+  detach(id: string): Pool | undefined {
+    const entry = this.entries.get(id);
+    this.entries.delete(id);
+    return entry?.pool;
+  }
+
+  /** Drops a removed backend's pool, cutting what runs on it. */
   drop(id: string): void {
     const entry = this.entries.get(id);
     if (entry === undefined) return;

@@ -17,7 +17,7 @@ import { BINDING_SCRIPTS, RedisBindings } from "../affinity/redis-bindings.js";
 import { RedisBindingStore } from "../affinity/redis-binding-store.js";
 import { MemoryBindingStore } from "../affinity/memory-bindings.js";
 import type { BindingStore } from "../affinity/binding-store.js";
-import { ResponseOwners } from "../affinity/response-owners.js";
+import { createResponseOwnerStore } from "../affinity/redis-response-owners.js";
 import { PlacementService, type SchedulerSettings } from "../affinity/placement-service.js";
 import { StickyTable } from "../affinity/sticky-table.js";
 import { missingApiKeyEnv } from "../backends/backend.js";
@@ -38,6 +38,7 @@ import { attemptRecorder } from "./attempt-loop.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
 import type { GatewayParts, LiveCell } from "./runtime.js";
 import { settingsFrom, type GatewaySettings } from "./settings.js";
+import { SearchingOwnerStore } from "./owner-search.js";
 import { UpstreamPools } from "./upstream-pools.js";
 
 /** Unpredictable to clients, so they cannot craft session ids that collide in the table's index. */
@@ -162,7 +163,15 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     pools,
     metrics,
     attempts: new AttemptTracker(),
-    responseOwners: new ResponseOwners(clock, settings.responseOwners),
+    // A miss of the owner store asks the engines (owner-search.ts), bounded by the probe timeout.
+    responseOwners: new SearchingOwnerStore(
+      createResponseOwnerStore(config, settings.responseOwners, {
+        clock,
+        logger: storeLog,
+        health: metrics.bindingStore,
+      }),
+      { registry, pools, timeoutMs: () => settings.probe.timeoutMs },
+    ),
     outcomes,
     recorder: attemptRecorder(metrics, outcomes),
     bindings,

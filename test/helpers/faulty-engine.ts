@@ -19,6 +19,8 @@ export interface CompletionCall {
 export interface ScriptedEngineOptions {
   /** Answers /v1/chat/completions and /v1/completions. */
   completion: (call: CompletionCall) => void;
+  /** Answers GET /health (200 `{}` by default); it may hold the answer back (a hung engine). */
+  health?: (res: ServerResponse) => void;
   /** The cumulative token count its /metrics reports (prompt and generation counters); 0 by default. */
   tokens?: () => number;
   /** Closes idle kept-alive connections after this many ms (node's keepAliveTimeout); 5 s by default. */
@@ -54,7 +56,8 @@ export async function startScriptedEngine(options: ScriptedEngineOptions): Promi
     const path = (req.url ?? "/").split("?")[0];
     if (req.method === "GET" && path === "/health") {
       probes++;
-      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      if (options.health !== undefined) options.health(res);
+      else res.writeHead(200, { "content-type": "application/json" }).end("{}");
       events.emit("probe");
       return;
     }
