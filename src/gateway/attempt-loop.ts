@@ -21,6 +21,10 @@ import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { AttemptFailure } from "./upstream-failure.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 import { receiptFields, type PendingReceipt } from "../receipts/turn-receipts.js";
+import type { Endpoint } from "./completion-request.js";
+import { ClientClosedError } from "./client-closed.js";
+import type { ContinuationSettings } from "./continuation/eligibility.js";
+import { StreamMigration } from "./continuation/stream-migration.js";
 
 /** The loop's collaborators. */
 export interface AttemptLoopDeps {
@@ -36,7 +40,7 @@ export interface AttemptLoopDeps {
 
 /** What the loop reads of the request's live snapshot. */
 export interface AttemptLimits {
-  readonly settings: { readonly maxAttempts: number };
+  readonly settings: { readonly maxAttempts: number; readonly continuation?: ContinuationSettings };
   readonly attemptEnv: AttemptEnv;
 }
 
@@ -67,6 +71,8 @@ export interface RoutedRequest {
   flow?: FlowTicket | undefined;
   /** The turn's route receipt in the making (src/receipts), when it is receipted. */
   receipt?: PendingReceipt | undefined;
+  /** [continuation] The client's API and body, when its stream may be continued on another engine. */
+  continuable?: { endpoint: Endpoint; body: Record<string, unknown> } | undefined;
 }
 
 /** The bodies an attempt may send: one per backend model (a tier's engines may serve different model ids). */
@@ -88,18 +94,49 @@ export async function runAttemptLoop(
   res: AnswerSink,
   ctx: RequestContext,
 ): Promise<AttemptResult> {
+  // [continuation] A stream its engine breaks mid-answer may go on on the next engine (src/gateway/continuation).
+  const migration =
+    request.continuable === undefined || limits.settings.continuation === undefined
+      ? undefined
+      : StreamMigration.begin(
+          {
+            ...request.continuable,
+            stream: request.stream,
+            stripUsage: request.bodies.stripUsage,
+            tier: request.tier,
+          },
+          limits.settings.continuation,
+        );
+  if (migration === undefined) return attemptLoop(deps, limits, request, res, ctx, undefined);
+  try {
+    return await attemptLoop(deps, limits, request, res, ctx, migration);
+  } catch (err) {
+    // [continuation] An open stream (the deadline passed while it waited for the next engine) ends with its
+    // error event, unless the client left.
+    if (!migration.pending || err instanceof ClientClosedError) throw err;
+    return giveUp(deps, migration, res, ctx, err instanceof Error ? err.message : String(err), err);
+  }
+}
+
+async function attemptLoop(
+  deps: AttemptLoopDeps,
+  limits: AttemptLimits,
+  request: RoutedRequest,
+  res: AnswerSink,
+  ctx: RequestContext,
+  migration: StreamMigration | undefined,
+): Promise<AttemptResult> {
   const { tier, sessionId } = request;
   const exclude = new Set<string>();
   // A relay is made when a stream reaches the client; what it relayed is charged if the stream ends early.
   let relay: StreamRelay | undefined;
   const restorer = request.adaptation?.restorer;
-  const createRelay = request.responses
-    ? (member: Buffer, receipt?: StreamReceipt): StreamRelay =>
-        (relay = new ResponsesRelay(member, restorer, receipt))
+  const createApiRelay = request.responses
+    ? (member: Buffer, receipt?: StreamReceipt): StreamRelay => new ResponsesRelay(member, restorer, receipt)
     : request.messages
-      ? (member: Buffer, receipt?: StreamReceipt): StreamRelay => (relay = new MessagesRelay(member, receipt))
+      ? (member: Buffer, receipt?: StreamReceipt): StreamRelay => new MessagesRelay(member, receipt)
       : (member: Buffer, receipt?: StreamReceipt): StreamRelay =>
-          (relay = new SseRelay(member, request.bodies.stripUsage, receipt));
+          new SseRelay(member, request.bodies.stripUsage, receipt);
   let lastFailure: AttemptFailure | undefined;
   while (ctx.attempts < limits.settings.maxAttempts) {
     const tierBackends = deps.registry.tier(tier);
@@ -126,7 +163,9 @@ export async function runAttemptLoop(
     ctx.reason = selection.reason;
     ctx.affinityHit = selection.affinityHit;
     deps.metrics.selection(tier, selection.reason);
-    if (ctx.attempts > 1) deps.metrics.retry(tier);
+    const continuing = migration?.pending === true; // [continuation]
+    if (continuing) ctx.reason = "migrated";
+    else if (ctx.attempts > 1) deps.metrics.retry(tier);
 
     const abort = new AttemptAbort();
     ctx.activeAttempt = abort;
@@ -147,6 +186,7 @@ export async function runAttemptLoop(
     }
 
     let committed = false;
+    const firstBody = request.bodies.forModel(backend.model);
     try {
       const result = await runAttempt(
         limits.attemptEnv,
@@ -154,7 +194,7 @@ export async function runAttemptLoop(
           backend,
           upstream: deps.pools.get(backend),
           path: request.path,
-          body: request.bodies.forModel(backend.model),
+          body: migration === undefined ? firstBody : migration.body(firstBody),
           stream: request.stream,
           meta: {
             session_id: sessionId ?? null,
@@ -168,12 +208,17 @@ export async function runAttemptLoop(
             attempts: ctx.attempts,
             adapted: request.adaptation?.changes,
             receipt: undefined,
+            migrated: migration?.fields,
           },
           requestId: ctx.requestId,
           abort,
           cancelled: () => ctx.cancelReason,
           startedAtMs: ctx.startedAtMs,
-          createRelay,
+          createRelay: (member, receipt) =>
+            (relay =
+              migration === undefined
+                ? createApiRelay(member, receipt)
+                : migration.relay(() => createApiRelay(member, receipt), member, receipt, backend.id)),
           readResponseId: request.responses,
           restoreBody: restorer === undefined ? undefined : (body) => restorer.body(body),
           upstreamHeaders: backend.upstreamHeaders,
@@ -182,7 +227,8 @@ export async function runAttemptLoop(
               ? undefined
               : (usage, responseId) => {
                   // On the context before the answer ends: the request's log line is written when it does.
-                  const placement = { backendId: backend.id, tier, reason: selection.reason };
+                  const reason = continuing ? "migrated" : selection.reason;
+                  const placement = { backendId: backend.id, tier, reason };
                   const receipt = request.receipt!.now(usage, placement, responseId);
                   ctx.receipt = receipt;
                   return receipt === undefined ? undefined : receiptFields(receipt);
@@ -190,9 +236,38 @@ export async function runAttemptLoop(
           onCommit: () => {
             committed = true;
           },
+          onStreamError: (broken) => {
+            // On the context before the stream ends: the request's log line is written when it does.
+            ctx.streamError = broken.message;
+            ctx.streamErrorCode = broken.code;
+            ctx.streamErrorCause = broken.cause;
+          },
+          continuation: migration?.attempt(),
         },
         res,
       );
+      // [continuation] Left open by a break: the next engine of the session's ranking goes on with it.
+      if (result.broken !== undefined && migration !== undefined) {
+        migration.broke(result.broken, backend.id);
+        exclude.add(backend.id);
+        await attemptFailed(deps, sessionId, tier, backend, result.broken.engineFault);
+        deps.logger.warn(
+          {
+            reqId: ctx.requestId,
+            backend: backend.id,
+            err: result.broken.message,
+            cause: result.broken.cause,
+          },
+          "stream broken mid-answer; continuing it on another engine",
+        );
+        continue;
+      }
+      const outcome = migration?.outcome(result);
+      if (outcome !== undefined) {
+        deps.metrics.migration(outcome);
+        ctx.migrated = `${outcome}${migration?.fields === undefined ? "" : ` from ${migration.fields.from.join(",")}`}`;
+        if (outcome === "impossible") ctx.migrated += `: ${migration?.whyNot ?? ""}`;
+      }
       if (result.engineFault === true) deps.outcomes.failed(backend);
       else if (result.status < 500 && result.streamError === undefined) deps.outcomes.succeeded(backend);
       return result;
@@ -211,6 +286,10 @@ export async function runAttemptLoop(
       if (relay !== undefined) ctx.generatedEvents = relay.generatedEvents;
     }
   }
+  if (migration?.pending === true) {
+    const why = lastFailure?.message ?? `no other healthy backend in tier '${tier}'`;
+    return giveUp(deps, migration, res, ctx, why, lastFailure);
+  }
   if (lastFailure !== undefined) {
     // Every engine said it is overloaded and when to come back: a 503 that says so, not a 502.
     const retryAfterSeconds = lastFailure.retryAfterSeconds;
@@ -223,6 +302,24 @@ export async function runAttemptLoop(
   throw new GatewayError("no_healthy_backend", `no healthy backend in tier '${tier}'`, {
     retryAfterSeconds: 5,
   });
+}
+
+/** [continuation] No engine could go on with the open stream: it ends with its error event, recorded. */
+function giveUp(
+  deps: Pick<AttemptLoopDeps, "metrics">,
+  migration: StreamMigration,
+  res: AnswerSink,
+  ctx: RequestContext,
+  why: string,
+  err: unknown,
+): AttemptResult {
+  const code = err instanceof GatewayError ? err.code : "upstream_error";
+  const result = migration.giveUp(res, why, code);
+  ctx.streamError = result.streamError;
+  ctx.streamErrorCode = code;
+  deps.metrics.migration("failed");
+  ctx.migrated = `failed from ${migration.fields?.from.join(",") ?? ""}`;
+  return result;
 }
 
 /**

@@ -158,6 +158,7 @@ export async function handleCompletion(
         binding,
         flow,
         receipt,
+        continuable: countTokens ? undefined : { endpoint, body: request.body }, // [continuation]
       },
       res,
       ctx,
