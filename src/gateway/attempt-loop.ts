@@ -241,6 +241,7 @@ async function attemptLoop(
             ctx.streamError = broken.message;
             ctx.streamErrorCode = broken.code;
             ctx.streamErrorCause = broken.cause;
+            if (migration !== undefined) ctx.migrated = migration.describe(broken);
           },
           continuation: migration?.attempt(),
         },
@@ -249,6 +250,7 @@ async function attemptLoop(
       // [continuation] Left open by a break: the next engine of the session's ranking goes on with it.
       if (result.broken !== undefined && migration !== undefined) {
         migration.broke(result.broken, backend.id);
+        ctx.migrated = migration.describe(undefined);
         exclude.add(backend.id);
         await attemptFailed(deps, sessionId, tier, backend, result.broken.engineFault);
         deps.logger.warn(
@@ -263,11 +265,7 @@ async function attemptLoop(
         continue;
       }
       const outcome = migration?.outcome(result);
-      if (outcome !== undefined) {
-        deps.metrics.migration(outcome);
-        ctx.migrated = `${outcome}${migration?.fields === undefined ? "" : ` from ${migration.fields.from.join(",")}`}`;
-        if (outcome === "impossible") ctx.migrated += `: ${migration?.whyNot ?? ""}`;
-      }
+      if (outcome !== undefined) deps.metrics.migration(outcome);
       if (result.engineFault === true) deps.outcomes.failed(backend);
       else if (result.status < 500 && result.streamError === undefined) deps.outcomes.succeeded(backend);
       return result;
@@ -314,12 +312,13 @@ function giveUp(
   err: unknown,
 ): AttemptResult {
   const code = err instanceof GatewayError ? err.code : "upstream_error";
-  const result = migration.giveUp(res, why, code);
-  ctx.streamError = result.streamError;
+  const message = migration.giveUpMessage(why);
+  // On the context before the stream ends: the request's log line is written when it does.
+  ctx.streamError = message;
   ctx.streamErrorCode = code;
+  ctx.migrated = migration.describe({ message, code, engineFault: true });
   deps.metrics.migration("failed");
-  ctx.migrated = `failed from ${migration.fields?.from.join(",") ?? ""}`;
-  return result;
+  return migration.giveUp(res, message, code);
 }
 
 /**

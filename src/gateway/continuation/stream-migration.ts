@@ -137,18 +137,28 @@ export class StreamMigration {
     return this.from.length > 0 ? "failed" : "impossible";
   }
 
-  /**
-   * No engine could go on with the open stream: it ends with this API's error event, which says what was
-   * relayed and what failed. Returns the attempt result the request reports.
-   */
-  giveUp(res: ClientStream, failure: string, code: string): AttemptResult {
+  /** The error text of a stream no engine could go on with: what broke it, what failed after, what was relayed. */
+  giveUpMessage(failure: string): string {
+    return `${this.cause}; no engine could continue the answer (${failure}), so it is incomplete`;
+  }
+
+  /** The open stream ends with this API's error event. Returns the attempt result the request reports. */
+  giveUp(res: ClientStream, message: string, code: string): AttemptResult {
     this.pending = false;
-    const message = `${this.cause}; no engine could continue the answer (${failure}), so it is incomplete`;
     if (!res.destroyed && this.clientRelay !== undefined) {
-      const ending = this.clientRelay.errorEnding(message, code);
-      res.write(Buffer.concat(ending));
+      res.write(Buffer.concat(this.clientRelay.errorEnding(message, code)));
       res.end();
     }
     return { status: 200, streamError: message, engineFault: true };
+  }
+
+  /** For the request's log line: the continuation's state, given how the stream ended (undefined: not ended). */
+  describe(ended: StreamBreak | undefined): string | undefined {
+    const from = this.from.join(",");
+    if (ended === undefined) return `continued from ${from}`;
+    if (!ended.engineFault && this.from.length > 0) return `diverged from ${from}`;
+    if (this.from.length > 0) return `failed from ${from}`;
+    const why = this.whyNot;
+    return why === undefined ? undefined : `not continued: ${why}`;
   }
 }
