@@ -3,6 +3,8 @@
 // replies (same seed), and a continued simulated reply goes on as the engine would have (continue_final_message):
 // so a cut-and-continued answer must equal the answer without a fault, token for token.
 import Anthropic from "@anthropic-ai/sdk";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { streamText } from "ai";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SimFault } from "../../../src/sim/faults.js";
@@ -299,6 +301,60 @@ describe("stream continuation", () => {
     expect(calls(continued)).toEqual(calls(reference));
     expect(continued.stop_reason).toBe("tool_use");
     expect(meta?.["migrated"]).toMatchObject({ from: [first], tool_call: "restarted" });
+  });
+
+  it("AI SDK (ai + @ai-sdk/openai-compatible): streamText reads the continued answer and its usage", async () => {
+    cluster = await twoEngines();
+    const first = await servingEngine(cluster);
+    const model = createOpenAICompatible({
+      name: "agent-serve",
+      baseURL: `${cluster.url}/v1`,
+      headers: { "x-session-id": SESSION },
+      includeUsage: true,
+    })("sim-small");
+    const ask = () =>
+      streamText({
+        model,
+        prompt: CHAT.messages[0].content,
+        maxOutputTokens: CHAT.max_tokens,
+        maxRetries: 0,
+      });
+    const reference = ask();
+    const referenceText = await reference.text;
+    const referenceUsage = await reference.usage;
+    cluster.engines.get(first)!.setFault({ kind: "cut_stream", afterChunks: 9 });
+    const continued = ask();
+    expect(await continued.text).toBe(referenceText);
+    const usage = await continued.usage;
+    expect(usage.inputTokens).toBe(referenceUsage.inputTokens);
+    expect(usage.outputTokens).toBe(referenceUsage.outputTokens);
+    expect(await continued.finishReason).toBe(await reference.finishReason);
+    const metrics = await scrape(cluster.url);
+    expect(metricValue(metrics, "agentserve_migrations_total", { outcome: "continued" })).toBe(1);
+  });
+
+  it("Responses: not continued (the engine stores the response it streams); its error event ends it as before", async () => {
+    cluster = await twoEngines({}, 0, "qwen2.5-7b");
+    const client = openai(cluster);
+    const body = { model: "sim-small", input: "Explain the prefix cache.", max_output_tokens: 40 };
+    const first = await servingEngine(cluster, "/v1/responses", { ...body, max_output_tokens: 2 });
+    cluster.engines.get(first)!.setFault({ kind: "cut_stream", afterChunks: 6 });
+    const stream = await client.responses.create({ ...body, stream: true });
+    const types: string[] = [];
+    let error: string | undefined;
+    try {
+      for await (const event of stream) {
+        types.push(event.type);
+        if (event.type === "error") error = event.message;
+      }
+    } catch (err) {
+      error = err instanceof Error ? err.message : String(err);
+    }
+    expect(types).toContain("response.output_text.delta");
+    expect(types).not.toContain("response.completed");
+    expect(error).toMatch(/mid-answer/);
+    const metrics = await scrape(cluster.url);
+    expect(metricValue(metrics, "agentserve_migrations_total", { outcome: "impossible" })).toBe(1);
   });
 });
 
