@@ -315,7 +315,7 @@ describe("stream continuation", () => {
     const ask = () =>
       streamText({
         model,
-        prompt: CHAT.messages[0].content,
+        prompt: CHAT.messages[0]!.content,
         maxOutputTokens: CHAT.max_tokens,
         maxRetries: 0,
       });
