@@ -70,8 +70,8 @@ export interface AttemptEnv {
 export interface AttemptContinuation {
   /** The client's stream is open already: no headers are written, and createRelay splices the engine's stream. */
   readonly resume: boolean;
-  /** A stream its engine breaks is left open (no error event) for the next engine to continue. */
-  readonly keepOpenOnBreak: boolean;
+  /** Whether a stream its engine breaks now is left open (no error event) for the next engine to continue. */
+  keepOpenOnBreak(): boolean;
 }
 
 export interface AttemptPlan {
@@ -446,7 +446,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   ): void {
     const relay = this.relay!;
     const broken: StreamBreak = { message, code, engineFault, cause };
-    if (engineFault && this.plan.continuation?.keepOpenOnBreak === true && !this.res.destroyed) {
+    if (engineFault && this.plan.continuation?.keepOpenOnBreak() === true && !this.res.destroyed) {
       // [continuation] The stream stays open: the attempt loop sends the rest of the answer to another engine.
       return this.succeed({ status: 200, broken });
     }

@@ -1,13 +1,22 @@
 // Wraps the relay of a stream that may be continued: records what the client was sent (transcript.ts), and
 // withholds an engine's error event mid-answer (and whatever follows it), so that the attempt treats it as a
-// broken stream and another engine can take the answer on.
+// broken stream and another engine can take the answer on. The events are parsed only when the transcript is
+// read (a break) or past RECORD_AFTER_BYTES of them: most answers end whole, and then nothing is parsed at all.
 import type { StreamBreak, StreamRelay } from "../stream-relay.js";
 import type { TokenUsage } from "../usage.js";
 import { dataJson, isRecord, parseEvents } from "./sse-events.js";
 import type { AnswerTranscript } from "./transcript.js";
 
+/** Bytes of relayed events kept unparsed, at most: past them they are parsed into the transcript and let go. */
+const RECORD_AFTER_BYTES = 64 * 1024;
+const ERROR_DATA = Buffer.from('data: {"error"');
+const ERROR_EVENT = Buffer.from("event: error\n");
+
 export class RecordingRelay implements StreamRelay {
   stopped: StreamBreak | undefined;
+  /** Whole events sent to the client and not yet recorded. */
+  private unread: Buffer[] = [];
+  private unreadBytes = 0;
 
   constructor(
     private readonly inner: StreamRelay,
@@ -36,6 +45,28 @@ export class RecordingRelay implements StreamRelay {
     const out = this.inner.push(input);
     this.stopped ??= this.inner.stopped;
     if (out.length === 0) return out;
+    if (out.some((bytes) => bytes.includes(ERROR_DATA) || bytes.includes(ERROR_EVENT)))
+      return this.untilError(out);
+    for (const bytes of out) {
+      this.unread.push(bytes);
+      this.unreadBytes += bytes.length;
+    }
+    if (this.unreadBytes > RECORD_AFTER_BYTES) this.record();
+    return out;
+  }
+
+  /** Records what the client was sent so far (call before reading the transcript). */
+  record(): void {
+    if (this.unread.length === 0) return;
+    const bytes = Buffer.concat(this.unread, this.unreadBytes);
+    this.unread = [];
+    this.unreadBytes = 0;
+    this.transcript.record(parseEvents(bytes.toString("utf8")));
+  }
+
+  /** Output that may hold an engine's error event: what precedes it goes out, it and the rest are withheld. */
+  private untilError(out: Buffer[]): Buffer[] {
+    this.record();
     const bytes = out.length === 1 ? out[0]! : Buffer.concat(out);
     // The relays hand out whole events only, so the bytes split into events where they end.
     let at = 0;

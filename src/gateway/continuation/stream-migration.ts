@@ -32,6 +32,8 @@ export class StreamMigration {
   private toolCall: MigrationFields["tool_call"] = "none";
   /** The relay the client's stream was last written through (its error ending is the stream's). */
   private clientRelay: StreamRelay | undefined;
+  /** Its recording (undefined when the request cannot be continued). */
+  private recording: RecordingRelay | undefined;
   /** The client's stream is open, and waits for the next engine to go on with it. */
   pending = false;
 
@@ -66,6 +68,7 @@ export class StreamMigration {
   /** Why a broken stream is not continued now; undefined when it can be. */
   get whyNot(): string | undefined {
     if (this.blocker !== undefined) return this.blocker;
+    this.recording?.record();
     if (this.transcript.blocker !== undefined) return this.transcript.blocker;
     if (this.from.length >= this.maxContinuations)
       return `it was continued ${this.from.length} time(s) already (upstream.stream_continuation.max_continuations)`;
@@ -74,7 +77,7 @@ export class StreamMigration {
 
   /** What this attempt does with the client's stream. */
   attempt(): AttemptContinuation {
-    return { resume: this.pending, keepOpenOnBreak: this.whyNot === undefined };
+    return { resume: this.pending, keepOpenOnBreak: () => this.whyNot === undefined };
   }
 
   /** The body this attempt sends the engine: the first attempt's, or it plus the answer so far. */
@@ -115,13 +118,15 @@ export class StreamMigration {
       this.pending = false;
     }
     // A request that cannot be continued is relayed as it always was (nothing parsed, the engine's errors passed on).
-    this.clientRelay =
-      this.blocker === undefined ? new RecordingRelay(relay, this.transcript, backendId) : relay;
+    this.recording =
+      this.blocker === undefined ? new RecordingRelay(relay, this.transcript, backendId) : undefined;
+    this.clientRelay = this.recording ?? relay;
     return this.clientRelay;
   }
 
   /** An engine broke the stream and left it open: the next attempt continues it. */
   broke(broken: StreamBreak, backendId: string): void {
+    this.recording?.record();
     this.from.push(backendId);
     this.cause = broken.message;
     if (this.transcript.calls.length > 0) this.toolCall = "restarted";

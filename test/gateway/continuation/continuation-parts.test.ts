@@ -363,3 +363,29 @@ describe("recording the first engine's stream", () => {
     expect(reasoning.blocker).toMatch(/reasoning/);
   });
 });
+
+describe("deciding at the break", () => {
+  it("a stream cut after its finish (before [DONE]) is not kept open: nothing is left to continue", async () => {
+    const { StreamMigration } = await import("../../../src/gateway/continuation/stream-migration.js");
+    const migration = StreamMigration.begin(
+      { endpoint: "chat", body: {}, stream: true, stripUsage: true, tier: "t" },
+      SETTINGS,
+    )!;
+    const attempt = migration.attempt();
+    const relay = migration.relay(
+      () => new SseRelay(Buffer.from(',"x_agent_serve":{}'), true),
+      Buffer.from(',"x_agent_serve":{}'),
+      undefined,
+      "e1",
+    );
+    relay.push(Buffer.from(chatChunk({ content: " a" })));
+    expect(attempt.keepOpenOnBreak()).toBe(true);
+    relay.push(
+      Buffer.from(
+        `data: ${JSON.stringify({ id: "x", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`,
+      ),
+    );
+    expect(attempt.keepOpenOnBreak()).toBe(false);
+    expect(migration.whyNot).toBe("the answer had ended");
+  });
+});
