@@ -1,12 +1,10 @@
 // Real child processes: a simulated engine SIGKILLed while it streams an answer. The client's stream goes on,
 // continued on the other engine (src/gateway/continuation), and reads the answer it would have read anyway.
 import OpenAI from "openai";
-import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config/load.js";
-import { Gateway } from "../../src/gateway/gateway.js";
+import type { Gateway } from "../../src/gateway/gateway.js";
 import { SMALL_MODEL } from "../helpers/cluster.js";
-import { spawnSim, stopProcess, type CliProcess } from "../helpers/processes.js";
+import { gatewayOverSims, spawnSim, stopProcess, type CliProcess } from "../helpers/processes.js";
 
 describe("engine process killed mid-stream", () => {
   const sims: CliProcess[] = [];
@@ -22,23 +20,7 @@ describe("engine process killed mid-stream", () => {
       [0, 1].map(() => spawnSim(["--model", SMALL_MODEL, "--profile", "qwen2.5-7b", "--seed", "21"])),
     );
     sims.push(...engines);
-    const config = parseConfig(
-      {
-        server: { host: "127.0.0.1", port: 0 },
-        health: { probe_interval_seconds: 30 },
-        backends: engines.map((e, i) => ({
-          id: `small-${i}`,
-          tier: "small",
-          base_url: e.url,
-          model: SMALL_MODEL,
-        })),
-      },
-      "test",
-    );
-    gateway = await Gateway.start(config, {
-      logger: pino({ level: "silent" }),
-      listen: { host: "127.0.0.1", port: 0 },
-    });
+    gateway = await gatewayOverSims(engines, SMALL_MODEL, { probe_interval_seconds: 30 });
     const client = new OpenAI({
       baseURL: `${gateway.url}/v1`,
       apiKey: "none",

@@ -51,6 +51,15 @@ function openai(cluster: Cluster): OpenAI {
   });
 }
 
+function anthropic(cluster: Cluster): Anthropic {
+  return new Anthropic({
+    baseURL: cluster.url,
+    apiKey: "none",
+    maxRetries: 0,
+    defaultHeaders: { "x-session-id": SESSION },
+  });
+}
+
 /** The engine the session's turns go to (its first turn tells). */
 async function servingEngine(
   cluster: Cluster,
@@ -230,12 +239,7 @@ describe("stream continuation", () => {
 
   it("Messages: text cut mid-block goes on in the same block; the Anthropic SDK reads the same message", async () => {
     cluster = await twoEngines({}, 0, "qwen2.5-7b");
-    const client = new Anthropic({
-      baseURL: cluster.url,
-      apiKey: "none",
-      maxRetries: 0,
-      defaultHeaders: { "x-session-id": SESSION },
-    });
+    const client = anthropic(cluster);
     const body = {
       model: "sim-small",
       max_tokens: 60,
@@ -264,12 +268,7 @@ describe("stream continuation", () => {
 
   it("Messages: a tool_use cut inside its input is restarted under the same block index", async () => {
     cluster = await twoEngines({}, 1, "qwen2.5-7b");
-    const client = new Anthropic({
-      baseURL: cluster.url,
-      apiKey: "none",
-      maxRetries: 0,
-      defaultHeaders: { "x-session-id": SESSION },
-    });
+    const client = anthropic(cluster);
     const body = {
       model: "sim-small",
       max_tokens: 100,
