@@ -151,9 +151,26 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private readonly headersTimer: NodeJS.Timeout | undefined;
   /** Streams only, once the first byte went out: restarted by every read (upstream.stream_stall_seconds). */
   private stallTimer: NodeJS.Timeout | undefined;
-  private readonly onStall = (): void => this.plan.abort.abort("stream_stall" satisfies AbandonReason);
+  /** The engine's socket is paused because the client's is full: silence then is the client's, not a stall. */
+  private waitingForClient = false;
+  /** Reads of the engine's stream so far: a stall is declared only if none came in since the timer fired. */
+  private reads = 0;
+  private readonly onStall = (): void => {
+    if (this.waitingForClient) return void this.stallTimer?.refresh();
+    // A busy event loop can run the timer before the reads that arrived meanwhile: look again after them.
+    const reads = this.reads;
+    setImmediate(() => {
+      if (this.settled) return;
+      if (this.waitingForClient || this.reads !== reads) this.stallTimer?.refresh();
+      else this.plan.abort.abort("stream_stall" satisfies AbandonReason);
+    });
+  };
   private readonly onAbort = (why: Error): void => this.upstream?.abort(why);
-  private readonly onDrain = (): void => this.upstream?.resume();
+  private readonly onDrain = (): void => {
+    this.waitingForClient = false;
+    this.stallTimer?.refresh();
+    this.upstream?.resume();
+  };
   private readonly uncork = (): void => {
     this.corked = false;
     // end() already flushed and uncorked the socket, which may now carry the connection's next response.
@@ -234,6 +251,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.chunks.push(chunk);
     } else if (this.mode === "stream") {
       if (!this.committed) this.beginStream();
+      this.reads++;
       if (this.stallTimer !== undefined) this.stallTimer.refresh();
       const relay = this.relay!;
       this.write(relay.push(chunk), controller);
@@ -407,6 +425,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     // per write() call, so copying a few kilobytes together is cheaper than three writes per slice.
     const full = !this.res.write(buffers.length === 1 ? buffers[0]! : Buffer.concat(buffers));
     if (full && controller !== undefined) {
+      this.waitingForClient = true;
       controller.pause();
       this.res.once("drain", this.onDrain);
     }
