@@ -442,6 +442,21 @@ const upstreamSchema = z.strictObject({
    * seconds is safe; an engine that hangs before them no longer holds the request to its deadline.
    */
   stream_headers_timeout_seconds: positiveNumber("a positive number").default(5),
+  /**
+   * A stream whose engine sends nothing for this long after its first byte has stalled: it is broken as a cut
+   * connection is (continued elsewhere, or ended with an error event); 0 waits for ever.
+   */
+  stream_stall_seconds: nonNegativeNumber("a non-negative number").default(30),
+  /** Streams broken by their engine mid-answer are continued on the next engine (src/gateway/continuation). */
+  stream_continuation: z
+    .strictObject({
+      enabled: z.boolean({ error: "must be true or false" }).default(true),
+      /** Continuations of one answer, at most (each is also an attempt of upstream.max_attempts). */
+      max_continuations: positiveInt("a positive integer").default(2),
+      /** Tiers whose streams are never continued (their error event ends them, as without continuation). */
+      except_tiers: z.array(identifier("a tier name"), { error: "must be a list of tier names" }).default([]),
+    })
+    .prefault({}),
 });
 
 /** A section left empty in YAML (`server:` with every key commented out) parses as null: it means defaults. */

@@ -28,6 +28,10 @@ import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { AttemptFailure } from "./upstream-failure.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 import { receiptFields, type PendingReceipt } from "../receipts/turn-receipts.js";
+import type { Endpoint } from "./completion-request.js";
+import { ClientClosedError } from "./client-closed.js";
+import type { ContinuationSettings } from "./continuation/eligibility.js";
+import { StreamMigration, type MigrationOutcome } from "./continuation/stream-migration.js";
 
 /** Where the loop places each attempt: the placement service (affinity/placement-service.ts). */
 export type Placer = Pick<PlacementService, "place" | "onAttemptFailed">;
@@ -43,6 +47,8 @@ export interface AttemptRecorder {
   waited(band: number, seconds: number): void;
   succeeded(backend: Backend): void;
   failed(backend: Backend): void;
+  /** How a stream continued on another engine ended (agentserve_migrations_total{outcome}). */
+  migration(outcome: MigrationOutcome): void;
 }
 
 /** One attempt on one engine: runAttempt (attempt.ts) in the gateway, a fake in the loop's unit test. */
@@ -64,7 +70,7 @@ export interface AttemptLoopDeps {
 
 /** The recorder of a gateway's parts: its metrics and its engines' outcomes (built once, at wiring). */
 export function attemptRecorder(
-  metrics: Pick<GatewayMetrics, "selection" | "retry" | "flows">,
+  metrics: Pick<GatewayMetrics, "selection" | "retry" | "flows" | "migration">,
   outcomes: Pick<EngineOutcomes, "succeeded" | "failed">,
 ): AttemptRecorder {
   return {
@@ -73,12 +79,13 @@ export function attemptRecorder(
     waited: (band, seconds) => metrics.flows.waited(band, seconds),
     succeeded: (backend) => outcomes.succeeded(backend),
     failed: (backend) => outcomes.failed(backend),
+    migration: (outcome) => metrics.migration(outcome),
   };
 }
 
 /** What the loop reads of the request's live snapshot. */
 export interface AttemptLimits {
-  readonly settings: { readonly maxAttempts: number };
+  readonly settings: { readonly maxAttempts: number; readonly continuation?: ContinuationSettings };
   readonly attemptEnv: AttemptEnv;
 }
 
@@ -109,6 +116,8 @@ export interface RoutedRequest {
   flow?: FlowTicket | undefined;
   /** The turn's route receipt in the making (src/receipts), when it is receipted. */
   receipt?: PendingReceipt | undefined;
+  /** [continuation] The client's API and body, when its stream may be continued on another engine. */
+  continuable?: { endpoint: Endpoint; body: Record<string, unknown> } | undefined;
 }
 
 /** The bodies an attempt may send: one per backend model (a tier's engines may serve different model ids). */
@@ -143,6 +152,10 @@ export interface AttemptsMade {
   error: unknown;
   /** The last attempt's answer began to reach the client: nothing may be tried after it. */
   committed: boolean;
+  /** A stream that ended in an error event after bytes reached the client: the error, its code and cause. */
+  broken: { message: string; code: string | undefined; cause: string | undefined } | undefined;
+  /** [continuation] How continuing the answer on another engine went, for the log line. */
+  migrated: string | undefined;
 }
 
 /**
@@ -165,9 +178,24 @@ export async function runAttemptLoop(
     result: undefined,
     error: undefined,
     committed: false,
+    broken: undefined,
+    migrated: undefined,
   };
+  // [continuation] A stream its engine breaks mid-answer may go on on the next engine (src/gateway/continuation).
+  const migration =
+    request.continuable === undefined || limits.settings.continuation === undefined
+      ? undefined
+      : StreamMigration.begin(
+          {
+            ...request.continuable,
+            stream: request.stream,
+            stripUsage: request.bodies.stripUsage,
+            tier: request.tier,
+          },
+          limits.settings.continuation,
+        );
   const exclude = new Set<string>();
-  const relays = new RelayMaker(request);
+  const relays = new RelayMaker(request, migration);
   let lastFailure: AttemptFailure | undefined;
   try {
     while (made.attempts < limits.settings.maxAttempts) {
@@ -183,7 +211,8 @@ export async function runAttemptLoop(
       made.attempts++;
       made.selection = selection;
       deps.recorder.selection(request.tier, selection.reason);
-      if (made.attempts > 1) deps.recorder.retry(request.tier);
+      const continuing = migration?.pending === true; // [continuation]
+      if (!continuing && made.attempts > 1) deps.recorder.retry(request.tier);
 
       const abort = new AttemptAbort();
       ctx.activeAttempt = abort;
@@ -197,8 +226,27 @@ export async function runAttemptLoop(
         continue;
       }
       try {
-        const plan = planOf(deps, request, ctx, selection, abort, relays, made);
+        const plan = planOf(deps, request, ctx, selection, abort, relays, made, migration, continuing);
         const result = await (deps.runAttempt ?? runAttempt)(limits.attemptEnv, plan, res);
+        // [continuation] Left open by a break: the next engine of the session's ranking goes on with it.
+        if (result.broken !== undefined && migration !== undefined) {
+          migration.broke(result.broken, backend.id);
+          made.migrated = migration.describe(undefined);
+          exclude.add(backend.id);
+          await attemptFailed(deps, request.sessionId, request.tier, backend, result.broken.engineFault);
+          deps.logger.warn(
+            {
+              reqId: ctx.requestId,
+              backend: backend.id,
+              err: result.broken.message,
+              cause: result.broken.cause,
+            },
+            "stream broken mid-answer; continuing it on another engine",
+          );
+          continue;
+        }
+        const outcome = migration?.outcome(result);
+        if (outcome !== undefined) deps.recorder.migration(outcome);
         if (result.engineFault === true) deps.recorder.failed(backend);
         else if (result.status < 500 && result.streamError === undefined) deps.recorder.succeeded(backend);
         made.result = result;
@@ -218,11 +266,39 @@ export async function runAttemptLoop(
         if (relays.made !== undefined) made.generatedEvents = relays.made.generatedEvents;
       }
     }
+    if (migration?.pending === true) {
+      const why = lastFailure?.message ?? `no other healthy backend in tier '${request.tier}'`;
+      made.result = giveUp(deps, migration, res, made, why, lastFailure);
+      return made;
+    }
     made.error = exhausted(request.tier, lastFailure, made.attempts);
   } catch (err) {
+    // [continuation] An open stream (the deadline passed while it waited for the next engine) ends with its
+    // error event, unless the client left.
+    if (migration?.pending === true && !(err instanceof ClientClosedError)) {
+      made.result = giveUp(deps, migration, res, made, err instanceof Error ? err.message : String(err), err);
+      return made;
+    }
     made.error = err;
   }
   return made;
+}
+
+/** [continuation] No engine could go on with an open stream: it ends with its API's error event. */
+function giveUp(
+  deps: Pick<AttemptLoopDeps, "recorder">,
+  migration: StreamMigration,
+  res: AnswerSink,
+  made: AttemptsMade,
+  why: string,
+  err: unknown,
+): AttemptResult {
+  const code = err instanceof GatewayError ? err.code : "upstream_error";
+  const message = migration.giveUpMessage(why);
+  made.broken = { message, code, cause: undefined };
+  made.migrated = migration.describe({ message, code, engineFault: true });
+  deps.recorder.migration("failed");
+  return migration.giveUp(res, message, code);
 }
 
 /** The next backend to try, or undefined when no candidate is left. */
@@ -308,16 +384,21 @@ function planOf(
   abort: AttemptAbort,
   relays: RelayMaker,
   made: AttemptsMade,
+  migration?: StreamMigration,
+  continuing = false,
 ): AttemptPlan {
   const { backend } = selection;
   const { tier, sessionId } = request;
   made.committed = false;
+  const firstBody = request.bodies.forModel(backend.model);
+  // [continuation] A continuing attempt's receipt and reason say the answer moved.
+  const reason = continuing ? "migrated" : selection.reason;
   return {
     backend,
     upstream: deps.pools.get(backend),
     method: "POST",
     path: request.path,
-    body: request.bodies.forModel(backend.model),
+    body: migration === undefined ? firstBody : migration.body(firstBody),
     stream: request.stream,
     meta: {
       session_id: sessionId ?? null,
@@ -331,12 +412,13 @@ function planOf(
       attempts: made.attempts,
       adapted: request.adaptation?.changes,
       receipt: undefined,
+      migrated: migration?.fields,
     },
     requestId: ctx.requestId,
     abort,
     cancelled: () => ctx.cancelReason,
     startedAtMs: ctx.startedAtMs,
-    createRelay: relays.create,
+    createRelay: relays.for(backend.id),
     readResponseId: request.responses,
     restoreBody: relays.restoreBody,
     upstreamHeaders: backend.upstreamHeaders,
@@ -344,13 +426,18 @@ function planOf(
       request.receipt === undefined
         ? undefined
         : (usage, responseId) => {
-            const placement = { backendId: backend.id, tier, reason: selection.reason };
+            const placement = { backendId: backend.id, tier, reason };
             const receipt = request.receipt!.now(usage, placement, responseId);
             return receipt === undefined ? undefined : receiptFields(receipt);
           },
     onCommit: () => {
       made.committed = true;
     },
+    onStreamError: (broken) => {
+      made.broken = { message: broken.message, code: broken.code, cause: broken.cause };
+      if (migration !== undefined) made.migrated = migration.describe(broken);
+    },
+    continuation: migration?.attempt(),
   };
 }
 
@@ -376,17 +463,29 @@ function exhausted(tier: string, lastFailure: AttemptFailure | undefined, attemp
  */
 class RelayMaker {
   made: StreamRelay | undefined;
-  readonly create: (member: Buffer, receipt?: StreamReceipt) => StreamRelay;
   readonly restoreBody: ((body: Buffer) => Buffer) | undefined;
+  private readonly apiRelay: (member: Buffer, receipt?: StreamReceipt) => StreamRelay;
 
-  constructor(request: RoutedRequest) {
+  constructor(
+    request: RoutedRequest,
+    /** [continuation] Records the first engine's stream and splices a continuing engine's into it. */
+    private readonly migration: StreamMigration | undefined,
+  ) {
     const restorer = request.adaptation?.restorer;
     this.restoreBody = restorer === undefined ? undefined : (body) => restorer.body(body);
-    this.create = request.responses
-      ? (member, receipt) => (this.made = new ResponsesRelay(member, restorer, receipt))
+    this.apiRelay = request.responses
+      ? (member, receipt) => new ResponsesRelay(member, restorer, receipt)
       : request.messages
-        ? (member, receipt) => (this.made = new MessagesRelay(member, receipt))
-        : (member, receipt) => (this.made = new SseRelay(member, request.bodies.stripUsage, receipt));
+        ? (member, receipt) => new MessagesRelay(member, receipt)
+        : (member, receipt) => new SseRelay(member, request.bodies.stripUsage, receipt);
+  }
+
+  /** The relay maker of an attempt on `backendId`. */
+  for(backendId: string): (member: Buffer, receipt?: StreamReceipt) => StreamRelay {
+    const { migration } = this;
+    if (migration === undefined) return (member, receipt) => (this.made = this.apiRelay(member, receipt));
+    return (member, receipt) =>
+      (this.made = migration.relay(() => this.apiRelay(member, receipt), member, receipt, backendId));
   }
 }
 

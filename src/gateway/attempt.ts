@@ -11,7 +11,7 @@ import {
   spliceMemberIntoJson,
   type AgentServeMetadata,
 } from "./response-metadata.js";
-import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
+import type { StreamBreak, StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { extractUsage, type TokenUsage } from "./usage.js";
 import {
   AttemptFailure,
@@ -59,6 +59,19 @@ export interface AttemptEnv {
   readonly track: (backendId: string, abort: AttemptAbort) => () => void;
   /** A stream's time to first token, in seconds. */
   readonly firstToken: (tier: string, seconds: number) => void;
+  /** A stream whose engine sends nothing for this long after its first byte is broken (0: never). */
+  readonly streamStallTimeoutMs: number;
+}
+
+/**
+ * [continuation] How an attempt takes part in a stream continued on another engine (src/gateway/continuation):
+ * the attempt path's only knowledge of it.
+ */
+export interface AttemptContinuation {
+  /** The client's stream is open already: no headers are written, and createRelay splices the engine's stream. */
+  readonly resume: boolean;
+  /** Whether a stream its engine breaks now is left open (no error event) for the next engine to continue. */
+  keepOpenOnBreak(): boolean;
 }
 
 export interface AttemptPlan {
@@ -97,12 +110,18 @@ export interface AttemptPlan {
   upstreamHeaders: Record<string, string>;
   /** The route receipt of this attempt given the engine's usage (src/receipts), when the turn is receipted. */
   receipt?: StreamReceipt | undefined;
+  /** Told a broken stream's error before its error event is written (the request's log line is written on close). */
+  onStreamError?: ((broken: StreamBreak) => void) | undefined;
+  /** [continuation] Set when the request's stream may be continued on another engine. */
+  continuation?: AttemptContinuation | undefined;
 }
 
 export interface AttemptResult {
   status: number;
   /** Set when a stream broke after bytes reached the client (ended with an SSE error event). */
   streamError?: string;
+  /** [continuation] The engine broke the stream and it was left open for another engine to continue. */
+  broken?: StreamBreak;
   /** What the engine reported it used, when it did. */
   usage?: TokenUsage;
   /** The stream broke mid-way because of the engine (not the client): a failure for its health. */
@@ -138,8 +157,28 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private readonly firstByteTimer: NodeJS.Timeout;
   /** Streams only: stops when the engine's response headers arrive. */
   private readonly headersTimer: NodeJS.Timeout | undefined;
+  /** Streams only, once the first byte went out: restarted by every read (upstream.stream_stall_seconds). */
+  private stallTimer: NodeJS.Timeout | undefined;
+  /** The engine's socket is paused because the client's is full: silence then is the client's, not a stall. */
+  private waitingForClient = false;
+  /** Reads of the engine's stream so far: a stall is declared only if none came in since the timer fired. */
+  private reads = 0;
+  private readonly onStall = (): void => {
+    if (this.waitingForClient) return void this.stallTimer?.refresh();
+    // A busy event loop can run the timer before the reads that arrived meanwhile: look again after them.
+    const reads = this.reads;
+    setImmediate(() => {
+      if (this.settled) return;
+      if (this.waitingForClient || this.reads !== reads) this.stallTimer?.refresh();
+      else this.plan.abort.abort("stream_stall" satisfies AbandonReason);
+    });
+  };
   private readonly onAbort = (why: Error): void => this.upstream?.abort(why);
-  private readonly onDrain = (): void => this.upstream?.resume();
+  private readonly onDrain = (): void => {
+    this.waitingForClient = false;
+    this.stallTimer?.refresh();
+    this.upstream?.resume();
+  };
   private readonly uncork = (): void => {
     this.corked = false;
     // end() already flushed and uncorked the socket, which may now carry the connection's next response.
@@ -220,7 +259,16 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.chunks.push(chunk);
     } else if (this.mode === "stream") {
       if (!this.committed) this.beginStream();
-      this.write(this.relay!.push(chunk), controller);
+      this.reads++;
+      if (this.stallTimer !== undefined) this.stallTimer.refresh();
+      const relay = this.relay!;
+      this.write(relay.push(chunk), controller);
+      const stopped = relay.stopped;
+      if (stopped !== undefined) {
+        // [continuation] The relay withheld the rest (an engine's error event, a continuation it cannot splice).
+        this.endStreamWithError(stopped.message, stopped.code, stopped.engineFault, stopped.cause);
+        controller.abort(new Error(stopped.message));
+      }
     }
   }
 
@@ -233,6 +281,16 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
           `backend ${this.plan.backend.id} answered ${this.status}`,
           true,
           this.status === 503 ? retryAfterOf(this.headers["retry-after"]) : undefined,
+        ),
+      );
+    } else if (this.mode === "buffer" && this.plan.continuation?.resume === true) {
+      // A continuation the engine refused (a 4xx: it does not take continue_final_message, say): the client's
+      // stream is open, so nothing of this answer can reach it; the next engine may do better.
+      this.fail(
+        new AttemptFailure(
+          "upstream_error",
+          `backend ${this.plan.backend.id} answered ${this.status} to the continuation`,
+          false,
         ),
       );
     } else if (this.mode === "buffer") {
@@ -286,7 +344,9 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
         if (relay.responseId !== undefined) result.responseId = relay.responseId;
         this.succeed(result);
       } else {
-        this.endStreamWithError(`backend ${this.plan.backend.id} ended the stream without [DONE]`);
+        this.endStreamWithError(
+          `backend ${this.plan.backend.id} ended the stream before its end event, mid-answer`,
+        );
       }
     }
   }
@@ -298,7 +358,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       // The deadline or a shutdown ended a stream the client still reads: end it like every other broken stream.
       if (this.committed && this.mode === "stream" && !(cancelled instanceof ClientClosedError)) {
         const code = cancelled instanceof GatewayError ? cancelled.code : "upstream_error";
-        return this.endStreamWithError(cancelled.message, code);
+        return this.endStreamWithError(`${cancelled.message}, mid-answer`, code, false);
       }
       return this.fail(cancelled);
     }
@@ -322,10 +382,10 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.dispatch(this.fresh.dispatcher, this.fresh.basePath);
       return;
     }
-    const failure = classifyUpstreamError(error, this.plan.backend.id, abandoned);
+    const failure = classifyUpstreamError(error, this.plan.backend.id, abandoned, this.committed);
     if (!this.committed) return this.fail(failure);
     // Bytes already reached the client, so no retry: an error event, the metadata, and a proper end.
-    this.endStreamWithError(failure.message, failure.code, failure.healthSignal);
+    this.endStreamWithError(failure.message, failure.code, failure.healthSignal, error.message);
   }
 
   private commit(): void {
@@ -337,6 +397,13 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   private beginStream(): void {
     this.commit();
+    if (this.env.streamStallTimeoutMs > 0)
+      this.stallTimer = setTimeout(this.onStall, this.env.streamStallTimeoutMs);
+    if (this.plan.continuation?.resume === true) {
+      // [continuation] The client's stream began on an earlier engine: its headers and first token are behind it.
+      this.relay = this.plan.createRelay(metadataMember(this.plan.meta), this.plan.receipt);
+      return;
+    }
     this.env.firstToken(this.plan.meta.tier, (this.env.nowMs() - this.plan.startedAtMs) / 1000);
     const headers = metadataHeaderList(this.plan.meta, this.plan.requestId);
     headers.push(
@@ -367,6 +434,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     // per write() call, so copying a few kilobytes together is cheaper than three writes per slice.
     const full = !this.res.write(buffers.length === 1 ? buffers[0]! : Buffer.concat(buffers));
     if (full && controller !== undefined) {
+      this.waitingForClient = true;
       controller.pause();
       this.res.once("drain", this.onDrain);
     }
@@ -416,8 +484,19 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     this.succeed({ status: this.status });
   }
 
-  private endStreamWithError(message: string, code = "upstream_error", engineFault = true): void {
+  private endStreamWithError(
+    message: string,
+    code = "upstream_error",
+    engineFault = true,
+    cause?: string,
+  ): void {
     const relay = this.relay!;
+    const broken: StreamBreak = { message, code, engineFault, cause };
+    if (engineFault && this.plan.continuation?.keepOpenOnBreak() === true && !this.res.destroyed) {
+      // [continuation] The stream stays open: the attempt loop sends the rest of the answer to another engine.
+      return this.succeed({ status: 200, broken });
+    }
+    this.plan.onStreamError?.(broken);
     if (!this.res.destroyed) {
       this.write(relay.errorEnding(message, code));
       this.res.end();
@@ -431,6 +510,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     this.fresh?.close();
     clearTimeout(this.firstByteTimer);
     clearTimeout(this.headersTimer);
+    clearTimeout(this.stallTimer);
     this.plan.abort.listen(undefined);
     this.res.off("drain", this.onDrain);
     this.untrack();

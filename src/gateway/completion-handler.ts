@@ -130,6 +130,7 @@ export async function handleCompletion(
         binding,
         flow,
         receipt,
+        continuable: countTokens ? undefined : { endpoint, body: request.body }, // [continuation]
       },
       gate ?? res,
       ctx,
@@ -174,6 +175,12 @@ function recordTurn(
       ctx.affinityHit = selection.affinityHit;
     }
     if (made.result !== undefined) ctx.streamError = made.result.streamError;
+    if (made.broken !== undefined) {
+      ctx.streamError ??= made.broken.message;
+      ctx.streamErrorCode = made.broken.code;
+      ctx.streamErrorCause = made.broken.cause;
+    }
+    if (made.migrated !== undefined) ctx.migrated = made.migrated;
   }
   if (receipt !== undefined) ctx.receipt = receipt;
 }

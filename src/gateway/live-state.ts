@@ -32,6 +32,7 @@ function attemptEnvOf(settings: GatewaySettings, deps: LiveStateDeps): AttemptEn
     streamFirstByteTimeoutMs: settings.streamFirstByteTimeoutMs,
     streamHeadersTimeoutMs: settings.streamHeadersTimeoutMs,
     maxResponseBytes: settings.maxResponseBytes,
+    streamStallTimeoutMs: settings.streamStallTimeoutMs,
     freshConnection: (backend) => pools.fresh(backend),
     logger: deps.logger,
     track: (backendId, abort) => attempts.track(backendId, abort),

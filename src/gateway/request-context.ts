@@ -27,7 +27,12 @@ export interface RequestContext {
   attempts: number;
   queueWaitMs: number;
   errorCode?: string;
-  streamError?: string;
+  /** A stream that ended in an error event after bytes reached the client: the error, its code and cause. */
+  streamError?: string | undefined;
+  streamErrorCode?: string | undefined;
+  streamErrorCause?: string | undefined;
+  /** The answer was continued on another engine (src/gateway/continuation): how that ended, and from where. */
+  migrated?: string;
   clientClosed?: boolean;
   /** Set once when the client leaves or the deadline passes; the request stops at its next step. */
   cancelReason?: Error;

@@ -23,6 +23,18 @@ export interface AgentServeMetadata {
    * code that reads it monomorphic (a spread adding a field made it several times slower).
    */
   receipt: ReceiptFields | undefined;
+  /** Set when the answer was continued on this engine after another broke mid-answer (src/gateway/continuation). */
+  migrated: MigrationFields | undefined;
+}
+
+/** A continued answer, as the client sees it (`x_agent_serve.migrated`). */
+export interface MigrationFields {
+  /** The engines that broke, in order. */
+  from: string[];
+  /** Why the last of them broke, in the gateway's words. */
+  cause: string;
+  /** A tool call cut halfway: `restarted` (regenerated, only what extends the part relayed sent on), else `none`. */
+  tool_call: "restarted" | "none";
 }
 
 /** A receipt as the client sees it. */
@@ -94,6 +106,7 @@ export function metadataMember(meta: AgentServeMetadata): Buffer {
       `"backend_id":${json(meta.backend_id)},"affinity_hit":${meta.affinity_hit},"reason":${json(meta.reason)},` +
       `"queue_wait_ms":${meta.queue_wait_ms},"attempts":${meta.attempts}` +
       (meta.adapted === undefined ? "" : `,"adapted":${json(meta.adapted)}`) +
+      (meta.migrated === undefined ? "" : `,"migrated":${json(meta.migrated)}`) +
       (meta.receipt === undefined ? "}" : `,${receiptMembers(meta.receipt)}}`),
   );
 }

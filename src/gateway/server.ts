@@ -248,9 +248,11 @@ export function createGatewayServer(
   function finish(ctx: RequestContext, res: ServerResponse, answered: GatewayError | undefined): void {
     if (ctx.clientClosed && answered !== undefined) ctx.errorCode = answered.code;
     const status = ctx.clientClosed ? (answered?.status ?? CLIENT_CLOSED_STATUS) : res.statusCode;
+    // A stream that ended in an error event was sent as a 200, yet failed: the metric counts the error's status.
+    const outcome = ctx.streamError === undefined ? status : streamErrorStatus(ctx.streamErrorCode);
     const durationMs = rt.clock.nowMs() - ctx.startedAtMs;
     if (ctx.path.startsWith("/v1/") && ctx.method === "POST") {
-      rt.metrics.requestDone(ctx.tier ?? "none", ctx.backend ?? "none", status, durationMs / 1000);
+      rt.metrics.requestDone(ctx.tier ?? "none", ctx.backend ?? "none", outcome, durationMs / 1000);
     }
     tracer?.end(ctx, status);
     rt.logger.info(
@@ -271,6 +273,9 @@ export function createGatewayServer(
         queueMs: ctx.queueWaitMs > 0 ? Math.round(ctx.queueWaitMs) : undefined,
         band: ctx.band,
         error: ctx.errorCode ?? ctx.streamError,
+        errorCode: ctx.streamError === undefined ? undefined : ctx.streamErrorCode,
+        cause: ctx.streamErrorCause,
+        migrated: ctx.migrated,
         adapted: ctx.adapted,
         reusable: ctx.receipt?.reusableTokens,
         cached: ctx.receipt?.cachedTokens,
@@ -283,6 +288,11 @@ export function createGatewayServer(
   }
 
   return server;
+}
+
+/** The status a stream's error would have had before its first byte (upstream_timeout 504, else 502). */
+function streamErrorStatus(code: string | undefined): number {
+  return code === "upstream_timeout" ? 504 : code === "shutting_down" ? 503 : 502;
 }
 
 /** Codes of requests refused before any engine saw them (agentserve_rejections_total{reason}). */

@@ -16,6 +16,7 @@ import { resolveTierSettings, type TierRouterSettings } from "../routing/tier-ro
 import type { AdaptationSettings } from "./adaptation/responses-tools.js";
 import type { ApiKeyEntry } from "./client-auth.js";
 import type { PoolSettings } from "./upstream-pools.js";
+import type { ContinuationSettings } from "./continuation/eligibility.js";
 
 /** What the scheduler takes from a config (its balancer and policy are built from `config.affinity` by the wiring). */
 export interface SchedulerData {
@@ -51,6 +52,10 @@ export interface GatewaySettings {
   readonly streamHeadersTimeoutMs: number;
   /** A non-streaming answer is refused past this many bytes. */
   readonly maxResponseBytes: number;
+  /** A stream silent this long after its first byte is broken (upstream.stream_stall_seconds; 0: never). */
+  readonly streamStallTimeoutMs: number;
+  /** Which broken streams are continued on another engine (upstream.stream_continuation). */
+  readonly continuation: ContinuationSettings;
   readonly requestTimeoutMs: number;
   readonly adminToken: string | undefined;
   /** Client API keys by the hex SHA-256 of the key. */
@@ -123,6 +128,12 @@ export function settingsFrom(
     streamFirstByteTimeoutMs: upstream.stream_first_byte_timeout_seconds * 1000,
     streamHeadersTimeoutMs: upstream.stream_headers_timeout_seconds * 1000,
     maxResponseBytes: upstream.max_response_bytes,
+    streamStallTimeoutMs: upstream.stream_stall_seconds * 1000,
+    continuation: {
+      enabled: upstream.stream_continuation.enabled,
+      maxContinuations: upstream.stream_continuation.max_continuations,
+      exceptTiers: new Set(upstream.stream_continuation.except_tiers),
+    },
     requestTimeoutMs: upstream.request_timeout_seconds * 1000,
     adminToken: server.admin_token,
     apiKeys: new Map(

@@ -81,6 +81,7 @@ export async function handleStoredResponse(
           attempts: 1,
           adapted: undefined,
           receipt: undefined,
+          migrated: undefined,
         },
         requestId: ctx.requestId,
         abort,

@@ -49,16 +49,28 @@ const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"
 export type AbandonReason =
   | "first_byte_timeout"
   | "stream_headers_timeout"
+  | "stream_stall"
   | "backend marked down"
   | "backend removed from config"
   | "backend left discovery";
 
-/** Turns an undici/socket error of one attempt into an AttemptFailure (the caller checks client aborts first). */
+/**
+ * Turns an undici/socket error of one attempt into an AttemptFailure (the caller checks client aborts first).
+ * `midAnswer`: part of the answer had reached the client, and the words say so.
+ */
 export function classifyUpstreamError(
   err: unknown,
   backendId: string,
   abandoned?: AbandonReason,
+  midAnswer = false,
 ): AttemptFailure {
+  if (abandoned === "stream_stall") {
+    return new AttemptFailure(
+      "upstream_timeout",
+      `backend ${backendId} stalled mid-answer: no data within upstream.stream_stall_seconds`,
+      true,
+    );
+  }
   if (abandoned === "first_byte_timeout") {
     return new AttemptFailure(
       "upstream_timeout",
@@ -73,9 +85,10 @@ export function classifyUpstreamError(
       true,
     );
   }
+  const during = midAnswer ? ", mid-answer" : "";
   if (abandoned !== undefined) {
     // The health checker already knows; this attempt is not a new signal.
-    return new AttemptFailure("upstream_error", `backend ${backendId}: ${abandoned}`, false);
+    return new AttemptFailure("upstream_error", `backend ${backendId}: ${abandoned}${during}`, false);
   }
   const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : "";
   // Clients read the gateway's own words; the library's code and text go to the log (the cause).
@@ -83,16 +96,30 @@ export function classifyUpstreamError(
   if (TIMEOUT_CODES.has(code)) {
     const what =
       code === "UND_ERR_CONNECT_TIMEOUT" ? "did not accept a connection in time" : "did not answer in time";
-    return new AttemptFailure("upstream_timeout", `backend ${backendId} ${what}`, true, undefined, cause);
+    return new AttemptFailure(
+      "upstream_timeout",
+      `backend ${backendId} ${what}${during}`,
+      true,
+      undefined,
+      cause,
+    );
   }
+  const words = (midAnswer ? MID_ANSWER_WORDS[code] : undefined) ?? FAILURE_WORDS[code] ?? "failed";
   return new AttemptFailure(
     "upstream_error",
-    `backend ${backendId} ${FAILURE_WORDS[code] ?? "failed"}`,
+    `backend ${backendId} ${words}${midAnswer && MID_ANSWER_WORDS[code] === undefined ? during : ""}`,
     true,
     undefined,
     cause,
   );
 }
+
+/** What a socket error means once part of the answer had reached the client. */
+const MID_ANSWER_WORDS: Record<string, string> = {
+  ECONNRESET: "closed the connection mid-answer",
+  EPIPE: "closed the connection mid-answer",
+  UND_ERR_SOCKET: "closed the connection mid-answer",
+};
 
 /** What a socket or client error means, in the gateway's words. */
 const FAILURE_WORDS: Record<string, string> = {

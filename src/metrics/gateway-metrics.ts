@@ -186,6 +186,12 @@ export class GatewayMetrics implements AffinityRecorder {
     labelNames: ["tier"] as const,
     registers: [this.registry],
   });
+  private readonly migrations = new Counter({
+    name: "agentserve_migrations_total",
+    help: "Streams broken by their engine mid-answer, by outcome: continued on another engine, failed (no engine could), impossible (the request cannot be continued faithfully), diverged (a regenerated tool call disagreed with the part relayed)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
   private readonly ejections = new Counter({
     name: "agentserve_backend_ejections_total",
     help: "Outlier ejections: an engine taken out by failing requests or stalled token counters",
@@ -361,6 +367,10 @@ export class GatewayMetrics implements AffinityRecorder {
 
   retry(tier: string): void {
     this.retries.labels(tier).inc();
+  }
+
+  migration(outcome: "continued" | "failed" | "impossible" | "diverged"): void {
+    this.migrations.labels(outcome).inc();
   }
 
   ejection(backend: string, cause: string): void {

@@ -9,6 +9,7 @@ import type { ConversationFingerprint } from "./fingerprint.js";
  *   or edited; a sessionless request whose prefix key last served another conversation);
  * - spill, failover, binding_expired, tier_changed: placed on another engine, for that reason;
  * - rerouted: placed on another engine for any other reason (affinity off, a forgotten binding, a balancer);
+ * - migrated: its engine broke mid-answer and another engine continued the answer (src/gateway/continuation);
  * - evicted: the same engine, but it no longer held the blocks.
  */
 export const LOST_CAUSES = [
@@ -21,6 +22,7 @@ export const LOST_CAUSES = [
   "tier_changed",
   "rerouted",
   "evicted",
+  "migrated",
 ] as const;
 export type LostCause = (typeof LOST_CAUSES)[number];
 
@@ -120,6 +122,7 @@ export function receiptOf(
 
 /** Why tokens were lost, given where the previous turn ran and why this one ran where it did. */
 function placementCause(previous: TurnRecord, placement: TurnPlacement): LostCause {
+  if (placement.reason === "migrated") return "migrated";
   if (placement.backendId === previous.backendId) return "evicted";
   switch (placement.reason) {
     case "spill":

@@ -26,12 +26,18 @@ export interface RenderOptions {
   /** JSON-able tool definitions from the request, rendered into the system turn as Qwen's template does. */
   tools?: unknown[];
   addGenerationPrompt?: boolean;
+  /**
+   * vLLM's continue_final_message: the last message is left open (no end-of-turn after it), so the model goes on
+   * with it; used with addGenerationPrompt false.
+   */
+  continueFinalMessage?: boolean;
 }
 
-function pushTurn(out: number[], role: string, content: string): void {
+function pushTurn(out: number[], role: string, content: string, open = false): void {
   out.push(SPECIAL_TOKENS.imStart);
   encodeInto(`${role}\n`, out);
   encodeInto(content, out);
+  if (open) return;
   out.push(SPECIAL_TOKENS.imEnd);
   encodeInto("\n", out);
 }
@@ -58,7 +64,7 @@ function argumentsJson(text: string): string {
 }
 
 /** An assistant turn: its text, then each call as a hermes block, exactly the text the model generates for it. */
-function assistantText(message: ChatMessage): string {
+export function assistantText(message: ChatMessage): string {
   let text = message.content;
   for (const call of message.toolCalls ?? []) {
     const body = `{"name": ${JSON.stringify(call.function.name)}, "arguments": ${argumentsJson(call.function.arguments)}}`;
@@ -80,7 +86,12 @@ export function renderChat(messages: readonly ChatMessage[], options: RenderOpti
         pushTurn(out, "system", index === 0 ? message.content + tools : message.content);
         break;
       case "assistant":
-        pushTurn(out, "assistant", assistantText(message));
+        pushTurn(
+          out,
+          "assistant",
+          assistantText(message),
+          options.continueFinalMessage === true && index === messages.length - 1,
+        );
         break;
       case "tool":
       case "function":

@@ -36,6 +36,8 @@ export interface ChatRequest extends CommonRequest {
   parallelToolCalls: boolean;
   outputFormat: OutputFormat;
   addGenerationPrompt: boolean;
+  /** vLLM's continue_final_message: the reply goes on with the final (assistant) message. */
+  continueFinalMessage: boolean;
 }
 
 export interface CompletionRequest extends CommonRequest {
@@ -242,6 +244,15 @@ export function parseChatRequest(body: unknown): ChatRequest {
   }
   if (common.n > MAX_CHOICES) throw badRequest(`n must be at most ${MAX_CHOICES}, got ${common.n}.`, "n");
   const toolFunctions = parseChatTools(Array.isArray(tools) ? tools : undefined);
+  const addGenerationPrompt = optionalBoolean(body, "add_generation_prompt") ?? true;
+  const continueFinalMessage = optionalBoolean(body, "continue_final_message") ?? false;
+  if (continueFinalMessage && addGenerationPrompt) {
+    // vLLM's own check (ChatCompletionRequest.check_generation_prompt).
+    throw badRequest("Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+  }
+  if (continueFinalMessage && messages[messages.length - 1]?.role !== "assistant") {
+    throw badRequest("continue_final_message needs the final message to be the assistant's", "messages");
+  }
   return withCommon(common, {
     endpoint: "chat",
     messages,
@@ -250,7 +261,8 @@ export function parseChatRequest(body: unknown): ChatRequest {
     toolChoice: parseToolChoice(body["tool_choice"], toolFunctions),
     parallelToolCalls: optionalBoolean(body, "parallel_tool_calls") ?? true,
     outputFormat: parseOutputFormat(body["response_format"], "response_format"),
-    addGenerationPrompt: optionalBoolean(body, "add_generation_prompt") ?? true,
+    addGenerationPrompt,
+    continueFinalMessage,
   });
 }
 

@@ -28,6 +28,7 @@ import { sendAnthropicError } from "./messages-shapes.js";
 import type { Usage } from "./openai-shapes.js";
 import type { SimProfile } from "./profiles.js";
 import { planChatReply } from "./reply-plan.js";
+import { chatPrompt } from "./continued-prompt.js";
 import { createEngineRequest } from "./request-factory.js";
 import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "./request-parser.js";
 import type { EngineRequest } from "./request.js";
@@ -303,7 +304,13 @@ export class SimServer {
       countOnly,
     );
     checkServedModel(request.model, this.deps.model);
-    const promptTokenIds = renderChat(request.messages, { tools: promptTools(request) });
+    // A trailing assistant message is a prefill (Anthropic's rule): the reply goes on from it.
+    const prefilled = request.messages[request.messages.length - 1]?.role === "assistant";
+    const prompt = chatPrompt(request.messages, promptTools(request), {
+      addGenerationPrompt: !prefilled,
+      continueFinalMessage: prefilled,
+    });
+    const promptTokenIds = prompt.promptTokenIds;
     if (countOnly) return writeJson(res, 200, { input_tokens: promptTokenIds.length });
     const limit = this.deps.maxModelLen;
     if (promptTokenIds.length + request.maxTokens > limit) {
@@ -319,17 +326,18 @@ export class SimServer {
     const seed = this.deps.seed;
     const script = planChatReply(
       {
-        messages: request.messages,
+        messages: prompt.planMessages,
         toolFunctions: request.toolFunctions,
         toolChoice: request.toolChoice,
         parallelToolCalls: true,
         outputFormat: { kind: "text" },
       },
       this.deps.toolCallRates,
-      { promptTokenIds, seed, choiceIndex: 0 },
+      { promptTokenIds: prompt.seedPromptTokenIds, seed, choiceIndex: 0 },
       this.deps.script,
     );
     const engineRequest = createEngineRequest({
+      continued: prefilled ? prompt : undefined,
       id: `msg-${randomUUID()}`,
       promptTokenIds,
       maxTokens: request.maxTokens,
@@ -399,6 +407,7 @@ export class SimServer {
             renderChat(request.messages, {
               tools: request.tools,
               addGenerationPrompt: request.addGenerationPrompt,
+              continueFinalMessage: request.continueFinalMessage,
             }),
           ]
         : request.prompts.map((prompt) => (typeof prompt === "string" ? encode(prompt) : prompt));
@@ -434,15 +443,27 @@ export class SimServer {
     const promptIndexOfChoice: number[] = [];
     const toolPlans: (ToolCallPlan | undefined)[] = [];
     const seed = request.seed ?? this.deps.seed;
+    // A continued final message: the reply is the one the prompt without it gets, from where it stops.
+    const continued =
+      request.endpoint === "chat" && request.continueFinalMessage
+        ? chatPrompt(request.messages, request.tools, {
+            addGenerationPrompt: false,
+            continueFinalMessage: true,
+          })
+        : undefined;
     prompts.forEach((promptTokenIds, promptIndex) => {
       for (let sample = 0; sample < request.n; sample++) {
         promptIndexOfChoice.push(promptIndex);
         const script =
           request.endpoint === "chat"
             ? planChatReply(
-                request,
+                continued === undefined ? request : { ...request, messages: continued.planMessages },
                 this.deps.toolCallRates,
-                { promptTokenIds, seed, choiceIndex: sample },
+                {
+                  promptTokenIds: continued?.seedPromptTokenIds ?? promptTokenIds,
+                  seed,
+                  choiceIndex: sample,
+                },
                 this.deps.script,
               )
             : undefined;
@@ -459,6 +480,7 @@ export class SimServer {
             cacheSalt: request.cacheSalt,
             ignoreEos: request.ignoreEos,
             scriptedText: script?.text,
+            continued,
           }),
         );
       }

@@ -1,10 +1,8 @@
 // Real child processes: a simulated engine killed with SIGKILL mid-traffic costs no non-streaming request.
-import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config/load.js";
-import { Gateway } from "../../src/gateway/gateway.js";
+import type { Gateway } from "../../src/gateway/gateway.js";
 import { SMALL_MODEL, chat, metaOf, metricValue, scrape } from "../helpers/cluster.js";
-import { spawnSim, stopProcess, type CliProcess } from "../helpers/processes.js";
+import { gatewayOverSims, spawnSim, stopProcess, type CliProcess } from "../helpers/processes.js";
 
 describe("engine process killed mid-traffic", () => {
   const sims: CliProcess[] = [];
@@ -19,22 +17,9 @@ describe("engine process killed mid-traffic", () => {
       ["small-0", "small-1", "small-2"].map(() => spawnSim(["--model", SMALL_MODEL])),
     );
     sims.push(...engines);
-    const config = parseConfig(
-      {
-        server: { host: "127.0.0.1", port: 0 },
-        health: { failures_to_mark_down: 2, probe_interval_seconds: 30 },
-        backends: engines.map((e, i) => ({
-          id: `small-${i}`,
-          tier: "small",
-          base_url: e.url,
-          model: SMALL_MODEL,
-        })),
-      },
-      "test",
-    );
-    gateway = await Gateway.start(config, {
-      logger: pino({ level: "silent" }),
-      listen: { host: "127.0.0.1", port: 0 },
+    gateway = await gatewayOverSims(engines, SMALL_MODEL, {
+      failures_to_mark_down: 2,
+      probe_interval_seconds: 30,
     });
     const url = gateway.url;
 

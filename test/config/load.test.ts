@@ -161,7 +161,12 @@ describe("defaults", () => {
       ]),
     );
     for (const [key, value] of Object.entries(config.upstream))
-      expect(value, `upstream.${key}`).toBeGreaterThan(0);
+      if (typeof value === "number") expect(value, `upstream.${key}`).toBeGreaterThan(0);
+    expect(config.upstream.stream_continuation).toEqual({
+      enabled: true,
+      max_continuations: 2,
+      except_tiers: [],
+    });
   });
 
   it("fills the omitted keys of a partly written section and of simulate", () => {

@@ -40,6 +40,7 @@ function setup(script: Script, options: { maxAttempts?: number; waitMs?: number;
     waited: (band, seconds) => events.push(`waited band ${band} ${seconds}s`),
     succeeded: (b) => events.push(`succeeded ${b.id}`),
     failed: (b) => events.push(`failed ${b.id}`),
+    migration: (outcome) => events.push(`migration ${outcome}`),
   };
   const deps: AttemptLoopDeps = {
     clock,

@@ -2,6 +2,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { pino } from "pino";
+import { parseConfig } from "../../src/config/load.js";
+import { Gateway } from "../../src/gateway/gateway.js";
 
 export const CLI = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
 
@@ -83,4 +86,21 @@ export async function freePorts(count: number): Promise<number[]> {
 export async function stopProcess(proc: CliProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
   if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill(signal);
   await proc.exited;
+}
+
+/** A gateway (in process) in front of simulated engine processes: backends `small-0`, `small-1`, ... of tier small. */
+export async function gatewayOverSims(
+  engines: { url: string }[],
+  model: string,
+  health: Record<string, unknown>,
+): Promise<Gateway> {
+  const config = parseConfig(
+    {
+      server: { host: "127.0.0.1", port: 0 },
+      health,
+      backends: engines.map((e, i) => ({ id: `small-${i}`, tier: "small", base_url: e.url, model })),
+    },
+    "test",
+  );
+  return Gateway.start(config, { logger: pino({ level: "silent" }), listen: { host: "127.0.0.1", port: 0 } });
 }
