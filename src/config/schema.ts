@@ -388,6 +388,13 @@ const adaptationSchema = z.strictObject({
   flatten_namespaces: z.boolean({ error: "must be true or false" }).default(true),
   /** Drop tools the provider runs (web_search, file_search, ... and Anthropic server tools such as web search). */
   drop_hosted_tools: z.boolean({ error: "must be true or false" }).default(true),
+  /**
+   * Fold a Messages request's `role: "system"` messages into the user turn beside them (vLLM before 0.24 refuses
+   * them; some templates refuse a system turn that is not first); never moved into the top-level system prompt.
+   */
+  fold_system_messages: z.boolean({ error: "must be true or false" }).default(true),
+  /** Drop Claude Code's `x-anthropic-billing-header: ...` block from `system` (it varies at the prompt's head). */
+  drop_billing_header: z.boolean({ error: "must be true or false" }).default(true),
 });
 
 const healthSchema = z.strictObject({

@@ -82,6 +82,8 @@ export function settingsFrom(config: GatewayConfig, tiers: readonly string[]): G
     adaptation: {
       flattenNamespaces: config.adaptation.flatten_namespaces,
       dropHostedTools: config.adaptation.drop_hosted_tools,
+      foldSystemMessages: config.adaptation.fold_system_messages,
+      dropBillingHeader: config.adaptation.drop_billing_header,
     },
     scheduler: {
       stickyTtlSeconds: affinity.sticky_ttl_seconds,

@@ -23,7 +23,7 @@ export interface ScriptToolCall {
 }
 
 /** The engines' final answer, after the scripted calls. */
-export const FINAL_TEXT = "Done: hello.txt holds hi and bye.txt holds bye.";
+export const FINAL_TEXT = "Done: hello.txt holds hi, bye.txt holds bye and notes.txt holds notes.";
 
 /**
  * The simulator's script (docs/simulator.md, scripted mode): one conversation with no `match`, so every request of
@@ -83,6 +83,8 @@ export interface AgentCommand {
 export interface AgentRig {
   readonly gatewayUrl: string;
   readonly engineUrls: string[];
+  /** Starts a helper process inside the namespace (e.g. a recording proxy); closed with the rig. */
+  spawn(command: string, args: string[]): NsProcess;
   /** Runs a CLI inside the namespace with only the given env (plus PATH), cwd = workdir. */
   run(cmd: AgentCommand, workdir: string): Promise<AgentRun>;
   /** The gateway's request lines for model calls so far (some may still wait in its log batch). */
@@ -140,6 +142,11 @@ export async function startAgentRig(script: SimScriptFile): Promise<AgentRig> {
     return {
       gatewayUrl: `http://127.0.0.1:${port}`,
       engineUrls: engines,
+      spawn(command, args) {
+        const proc = ns.spawn(command, args, { cwd: REPO_ROOT, timeoutMs: SERVER_TIMEOUT_MS });
+        procs.push(proc);
+        return proc;
+      },
       async run(cmd, workdir) {
         const proc = ns.spawn(cmd.command, cmd.args, {
           cwd: workdir,
