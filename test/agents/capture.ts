@@ -16,7 +16,8 @@ function summary(record: RecordedRequest): string {
   const body = record.body;
   if (typeof body !== "object" || body === null) return `${record.method} ${record.path}`;
   const fields = body as Record<string, unknown>;
-  const messages = (fields["messages"] ?? fields["input"]) as { role?: unknown; type?: unknown }[] | undefined;
+  const messages = (fields["messages"] ?? fields["input"]) as
+    { role?: unknown; type?: unknown }[] | undefined;
   const roles = Array.isArray(messages) ? messages.map((m) => m.role ?? m.type).join(",") : "";
   const system = fields["system"];
   const firstSystem = Array.isArray(system) ? (system[0] as { text?: unknown } | undefined)?.text : system;

@@ -53,14 +53,7 @@ export const claudeCode: AgentCli = {
     // the platform package's native binary (the main package's postinstall only links it into bin/)
     command: bin("@anthropic-ai/claude-code-linux-x64/claude"),
     // as root, --dangerously-skip-permissions is refused: the task's tools are allowed by name
-    args: [
-      "-p",
-      prompt,
-      "--model",
-      AGENT_MODEL,
-      "--allowedTools",
-      "Write,Read",
-    ],
+    args: ["-p", prompt, "--model", AGENT_MODEL, "--allowedTools", "Write,Read"],
     env: {
       HOME: home,
       ANTHROPIC_BASE_URL: gatewayUrl,
