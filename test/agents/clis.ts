@@ -27,6 +27,11 @@ export interface AgentCli {
   name: string;
   /** The session signal the gateway should name as `session_source` for this CLI's calls. */
   sessionSource: string;
+  /**
+   * The CLI hangs up once it has read the stream's completed event, before the gateway's last bytes (the
+   * x_agent_serve event after it), so a whole answer may be logged 499: Codex does.
+   */
+  hangsUpAfterCompleted?: boolean;
   /** The task's six tool calls (write and read back each of TASK_FILES) in this CLI's own tool names. */
   script(workdir: string): ScriptToolCall[];
   /** Writes what the CLI reads from HOME and returns how to start it. */
@@ -69,6 +74,7 @@ export const claudeCode: AgentCli = {
 export const codex: AgentCli = {
   name: "codex",
   sessionSource: "header:session-id",
+  hangsUpAfterCompleted: true,
   script: () =>
     writeAndRead(
       (name, text) => ({ tool: "exec_command", arguments: { cmd: `printf ${text} > ${name}` } }),

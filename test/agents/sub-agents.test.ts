@@ -62,7 +62,7 @@ test(
       const ids = new Set([...threads.keys()].map((key) => key.split("#")[0]));
       expect(ids.size, context).toBe(1);
       const [parent, sub] = [...threads.values()].sort((a, b) => b.length - a.length);
-      expectOneEngine(claudeCode, parent!, started);
+      expectOneEngine(claudeCode, parent!, started, 4);
       expect(sub!.length, context).toBe(2);
       expect(new Set(sub!.map((c) => c.backend)).size, context).toBe(1);
       expect(sub![1]!.hit, context).toBe(true);

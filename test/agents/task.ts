@@ -58,10 +58,8 @@ export function expectOneEngine(
 ): void {
   const context = describe(rig);
   expect(calls.length, context).toBeGreaterThanOrEqual(least);
-  expect(
-    calls.map((c) => c.status),
-    context,
-  ).toEqual(calls.map(() => 200));
+  const answered = cli.hangsUpAfterCompleted === true ? [200, 499] : [200];
+  for (const call of calls) expect(answered, context).toContain(call.status);
   expect(new Set(calls.map((c) => c.backend)).size, context).toBe(1);
   expect(
     calls.slice(1).map((c) => c.hit),
@@ -84,12 +82,13 @@ export function expectCached(calls: RequestLine[], rig: AgentRig): void {
   expect(Math.min(...shares), `${JSON.stringify(shares)}\n${context}`).toBeGreaterThanOrEqual(
     MIN_CACHED_SHARE,
   );
-  const receipted = calls.filter((call) => call.lostCause !== undefined && call.lostCause !== "new_session");
-  expect(receipted.length, context).toBeGreaterThanOrEqual(TASK_TOOL_CALLS);
-  for (const call of receipted)
-    expect({ lost: call.lost, cause: call.lostCause }, context).toEqual({ lost: 0, cause: "none" });
+  // a thread's first call has nothing to reuse (new_session; conversation_changed after a side request of the
+  // same session, such as OpenCode's title); every later one loses nothing
+  for (const call of calls) expect(call.lost, context).toBe(0);
+  const continued = calls.filter((call) => call.lostCause === "none");
+  expect(continued.length, context).toBeGreaterThanOrEqual(TASK_TOOL_CALLS);
   const engineCached = new Set(thread.slice(1).map((call) => call.usage?.cachedTokens));
-  for (const call of receipted) expect(engineCached.has(call.cached as number), context).toBe(true);
+  for (const call of continued) expect(engineCached.has(call.cached as number), context).toBe(true);
 }
 
 function offersTools(call: EngineCall): boolean {
