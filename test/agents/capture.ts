@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { AGENT_CLIS, TASK_PROMPT } from "./clis.js";
+import { AGENT_CLIS, claudeCode, subAgentScript, TASK_PROMPT } from "./clis.js";
 import type { RecordedRequest } from "./recording-proxy.js";
 import { makeAgentDirs, simScript, startAgentRig } from "./rig.js";
 
@@ -31,15 +31,21 @@ function summary(record: RecordedRequest): string {
 
 async function main(): Promise<void> {
   const [name, outDir] = process.argv.slice(2);
-  const cli = AGENT_CLIS.find((c) => c.name === name);
+  // claude-code-sub: Claude Code with the sub-agent script of sub-agents.test.ts
+  const subAgent = name === "claude-code-sub";
+  const cli = subAgent ? claudeCode : AGENT_CLIS.find((c) => c.name === name);
   if (cli === undefined || outDir === undefined) {
-    process.stderr.write(`usage: capture.ts ${AGENT_CLIS.map((c) => c.name).join("|")} OUT_DIR\n`);
+    process.stderr.write(
+      `usage: capture.ts ${AGENT_CLIS.map((c) => c.name).join("|")}|claude-code-sub OUT_DIR\n`,
+    );
     process.exit(2);
   }
   mkdirSync(outDir, { recursive: true });
   const out = join(outDir, "requests.jsonl");
   const dirs = makeAgentDirs(`capture-${cli.name}`);
-  const rig = await startAgentRig(simScript(cli.script(dirs.workdir)));
+  const rig = await startAgentRig(
+    subAgent ? subAgentScript(dirs.workdir) : simScript(cli.script(dirs.workdir)),
+  );
   try {
     const proxy = rig.spawn(process.execPath, ["--import", "tsx", PROXY_TS, rig.gatewayUrl, out]);
     const proxyUrl = (await proxy.waitForLine(/recording on (http:\S+)/))[1]!;

@@ -1,7 +1,16 @@
 // The coding-agent CLIs under test: how each runs headless against the gateway, and the script it is driven by.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AGENT_KEY, AGENT_MODEL, REPO_ROOT, type AgentCommand, type ScriptToolCall } from "./rig.js";
+import {
+  AGENT_KEY,
+  AGENT_MODEL,
+  FINAL_TEXT,
+  REPO_ROOT,
+  taskConversation,
+  type AgentCommand,
+  type ScriptToolCall,
+  type SimScriptFile,
+} from "./rig.js";
 
 /** The task every agent is given; the script makes the engines carry it out with six tool calls. */
 export const TASK_PROMPT =
@@ -179,3 +188,45 @@ export const pi: AgentCli = {
 
 /** Every CLI under test, by name. */
 export const AGENT_CLIS: readonly AgentCli[] = [claudeCode, codex, openCode, pi];
+
+/** The sub-agent's task: its first user turn, which the script matches to give it its own turns. */
+const SUBTASK = "Sub-task: create bye.txt with the text bye.";
+
+/** Claude Code writes hello.txt, reads it, and hands bye.txt to an Agent sub-agent (sub-agents.test.ts). */
+export function subAgentScript(workdir: string): SimScriptFile {
+  const hello = join(workdir, "hello.txt");
+  return {
+    conversations: [
+      {
+        name: "sub-agent",
+        match: { contains: SUBTASK, in: "user" },
+        turns: [
+          {
+            call: {
+              tool: "Write",
+              arguments: { file_path: join(workdir, "bye.txt"), content: "bye" },
+            },
+          },
+          { text: "bye.txt is written." },
+        ],
+      },
+      taskConversation(
+        "parent",
+        [
+          { tool: "Write", arguments: { file_path: hello, content: "hi" } },
+          { tool: "Read", arguments: { file_path: hello } },
+          {
+            tool: "Agent",
+            arguments: {
+              description: "Write bye.txt",
+              prompt: SUBTASK,
+              subagent_type: "general-purpose",
+            },
+          },
+        ],
+        FINAL_TEXT,
+      ),
+    ],
+    default: { text: "Done." },
+  };
+}

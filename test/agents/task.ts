@@ -41,9 +41,9 @@ export async function checkAgentTask(cli: AgentCli): Promise<void> {
 }
 
 /** The CLI exited 0 and its tool calls really ran: every file holds what the script wrote. */
-export function expectFinished(run: AgentRun, rig: AgentRig): void {
+export function expectFinished(run: AgentRun, rig: AgentRig, files = TASK_FILES): void {
   expect(run.exit, `${run.output}\n${describe(rig)}`).toMatchObject({ code: 0, timedOut: false });
-  for (const file of TASK_FILES) expect(readFileSync(join(run.workdir, file.name), "utf8")).toBe(file.text);
+  for (const file of files) expect(readFileSync(join(run.workdir, file.name), "utf8")).toBe(file.text);
 }
 
 /**
