@@ -49,6 +49,17 @@ const simulateSchema = z.strictObject({
   profile: z.string({ error: "must be a simulator profile name" }).default("qwen2.5-7b"),
   time_scale: positiveNumber("a positive number").default(1),
   seed: z.number({ error: "must be an integer" }).int({ error: "must be an integer" }).optional(),
+  /** Context window in tokens (default: the profile's; coding agents need 128k: max_tokens 32000 over ~26k). */
+  max_model_len: positiveInt("a positive integer").optional(),
+  /** Scripted mode: a script file (docs/simulator.md#scripted-mode), relative to the working directory. */
+  script: z.string({ error: "must be a file path" }).min(1, { error: "must not be empty" }).optional(),
+  /**
+   * Chance of a made-up tool call when a request offers tools. 0 by default here, unlike `agent-serve sim`: a
+   * coding agent runs the calls it gets on the user's machine, so a demo engine makes none unless asked.
+   */
+  tool_call_rate: z.number({ error: "must be a number from 0 to 1" }).min(0).max(1).default(0),
+  tool_call_rate_after_result: z.number({ error: "must be a number from 0 to 1" }).min(0).max(1).optional(),
+  parallel_tool_call_rate: z.number({ error: "must be a number from 0 to 1" }).min(0).max(1).optional(),
 });
 
 const backendSchema = z.strictObject({
