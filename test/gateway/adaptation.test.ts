@@ -10,7 +10,12 @@ import {
 import { ResponsesRelay } from "../../src/gateway/responses-relay.js";
 import { CODEX_TOOLS } from "../helpers/codex-request.js";
 
-const ON: AdaptationSettings = { flattenNamespaces: true, dropHostedTools: true, foldSystemMessages: true, dropBillingHeader: true };
+const ON: AdaptationSettings = {
+  flattenNamespaces: true,
+  dropHostedTools: true,
+  foldSystemMessages: true,
+  dropBillingHeader: true,
+};
 
 function adapt(body: Record<string, unknown>, settings: AdaptationSettings = ON) {
   return adaptResponsesRequest(body, settings);
@@ -54,10 +59,7 @@ describe("adaptResponsesRequest", () => {
   });
 
   it("applies each adaptation alone", () => {
-    const flatOnly = adapt(
-      { input: "x", tools: CODEX_TOOLS },
-      { ...ON, dropHostedTools: false },
-    )!;
+    const flatOnly = adapt({ input: "x", tools: CODEX_TOOLS }, { ...ON, dropHostedTools: false })!;
     expect(flatOnly.changes).toEqual(["flatten_namespace:multi_agent_v1"]);
     expect(names(flatOnly.body["tools"])).toContain("web_search");
     const dropOnly = adapt(
