@@ -2,12 +2,10 @@
 // system messages as vLLM before 0.24 does: folded by default (the engine sees the user turn with the system text,
 // the top-level system unchanged but for the billing header), every later turn cached; with the adaptation off the
 // engine's 400 reaches the client.
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config/load.js";
-import { Gateway } from "../../src/gateway/gateway.js";
 import { startSimEngine } from "../../src/sim/index.js";
-import { startEngineTap, type Exchange } from "../clients/tap.js";
+import type { Exchange } from "../clients/tap.js";
+import { startTappedGateway } from "../helpers/tapped-gateway.js";
 
 const MODEL = "sim-small";
 const SYSTEM = [
@@ -30,24 +28,8 @@ async function startRig(adaptation?: Record<string, boolean>): Promise<{ url: st
     seed: 3,
     systemMessages: "refuse",
   });
-  const tap = await startEngineTap("engine", engine.url, log);
-  const config = parseConfig(
-    {
-      server: { host: "127.0.0.1", port: 0 },
-      backends: [{ id: "engine-0", tier: "small", base_url: tap.url, model: MODEL }],
-      ...(adaptation === undefined ? {} : { adaptation }),
-    },
-    "test",
-  );
-  const gateway = await Gateway.start(config, {
-    logger: pino({ level: "silent" }),
-    listen: { host: "127.0.0.1", port: 0 },
-  });
-  close = async () => {
-    await gateway.close(0);
-    await tap.close();
-    await engine.close();
-  };
+  const gateway = await startTappedGateway(engine, MODEL, log, adaptation);
+  close = () => gateway.close();
   return { url: gateway.url, log };
 }
 
