@@ -31,6 +31,13 @@ export function simArgs(backend: BackendConfig): string[] {
   const args = ["sim", "--host", url.hostname.replace(/^\[|\]$/g, ""), "--port", url.port || "80"];
   args.push("--profile", sim.profile, "--time-scale", String(sim.time_scale), "--model", backend.model);
   if (sim.seed !== undefined) args.push("--seed", String(sim.seed));
+  if (sim.max_model_len !== undefined) args.push("--max-model-len", String(sim.max_model_len));
+  if (sim.script !== undefined) args.push("--script", sim.script);
+  args.push("--tool-call-rate", String(sim.tool_call_rate));
+  if (sim.tool_call_rate_after_result !== undefined)
+    args.push("--tool-call-rate-after-result", String(sim.tool_call_rate_after_result));
+  if (sim.parallel_tool_call_rate !== undefined)
+    args.push("--parallel-tool-call-rate", String(sim.parallel_tool_call_rate));
   return args;
 }
 

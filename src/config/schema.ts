@@ -49,6 +49,17 @@ const simulateSchema = z.strictObject({
   profile: z.string({ error: "must be a simulator profile name" }).default("qwen2.5-7b"),
   time_scale: positiveNumber("a positive number").default(1),
   seed: z.number({ error: "must be an integer" }).int({ error: "must be an integer" }).optional(),
+  /** Context window in tokens (default: the profile's; coding agents need 128k: max_tokens 32000 over ~26k). */
+  max_model_len: positiveInt("a positive integer").optional(),
+  /** Scripted mode: a script file (docs/simulator.md#scripted-mode), relative to the working directory. */
+  script: z.string({ error: "must be a file path" }).min(1, { error: "must not be empty" }).optional(),
+  /**
+   * Chance of a made-up tool call when a request offers tools. 0 by default here, unlike `agent-serve sim`: a
+   * coding agent runs the calls it gets on the user's machine, so a demo engine makes none unless asked.
+   */
+  tool_call_rate: z.number({ error: "must be a number from 0 to 1" }).min(0).max(1).default(0),
+  tool_call_rate_after_result: z.number({ error: "must be a number from 0 to 1" }).min(0).max(1).optional(),
+  parallel_tool_call_rate: z.number({ error: "must be a number from 0 to 1" }).min(0).max(1).optional(),
 });
 
 const backendSchema = z.strictObject({
@@ -310,6 +321,8 @@ export type SessionKeyConfig = z.output<typeof sessionKeySchema>;
 /** The signals coding agents and SDKs already send, most explicit first (docs/clients.md says who sends what). */
 export const DEFAULT_SESSION_KEYS: readonly SessionKeyConfig[] = [
   { header: "x-session-id", split_threads: false },
+  // Claude Code 2.1.332 marks its sub-agents' calls (only those) with their own agent id
+  { header: "x-claude-code-agent-id", split_threads: false },
   { header: "x-claude-code-session-id", split_threads: true },
   { header: "session-id", split_threads: true },
   { header: "session_id", split_threads: true },
@@ -392,6 +405,13 @@ const adaptationSchema = z.strictObject({
   flatten_namespaces: z.boolean({ error: "must be true or false" }).default(true),
   /** Drop tools the provider runs (web_search, file_search, ... and Anthropic server tools such as web search). */
   drop_hosted_tools: z.boolean({ error: "must be true or false" }).default(true),
+  /**
+   * Fold a Messages request's `role: "system"` messages into the user turn beside them (vLLM before 0.24 refuses
+   * them; some templates refuse a system turn that is not first); never moved into the top-level system prompt.
+   */
+  fold_system_messages: z.boolean({ error: "must be true or false" }).default(true),
+  /** Drop Claude Code's `x-anthropic-billing-header: ...` block from `system` (it varies at the prompt's head). */
+  drop_billing_header: z.boolean({ error: "must be true or false" }).default(true),
 });
 
 const healthSchema = z.strictObject({

@@ -142,6 +142,8 @@ export function settingsFrom(
     adaptation: {
       flattenNamespaces: config.adaptation.flatten_namespaces,
       dropHostedTools: config.adaptation.drop_hosted_tools,
+      foldSystemMessages: config.adaptation.fold_system_messages,
+      dropBillingHeader: config.adaptation.drop_billing_header,
     },
     scheduler: {
       stickyTtlMs: affinity.sticky_ttl_seconds * 1000,

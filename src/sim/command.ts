@@ -35,6 +35,8 @@ flags:
   --tool-types KIND            Responses API tool types accepted as by: vllm (default; namespaces flattened,
                                hosted tools such as web_search accepted and never called) | gpt-oss (vLLM's
                                harmony path: 400 "tool type namespace not supported" and the like)
+  --system-messages MODE       a role "system" message inside /v1/messages' messages: render (default; a system
+                               turn where it stands, as vLLM 0.24 to 0.25.1) | refuse (400, as vLLM before 0.24)
   --script FILE                scripted mode: replies follow the conversations of this YAML or JSON file (tool calls
                                and text, turn by turn), to drive a real coding agent through a known trajectory
   --fault SPEC                 inject a fault: none | die | hang | slow:MS | error_rate:RATE[:STATUS] | cut_stream:N
@@ -92,6 +94,7 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
         "tool-call-rate-after-result": { type: "string" },
         "parallel-tool-call-rate": { type: "string" },
         "tool-types": { type: "string" },
+        "system-messages": { type: "string" },
         script: { type: "string" },
         fault: { type: "string" },
         "fault-delay-ms": { type: "string" },
@@ -130,6 +133,10 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
   if (toolTypes !== undefined && !isToolTypeSupport(toolTypes)) {
     throw new UsageError(`unknown --tool-types '${toolTypes}' (known: ${TOOL_TYPE_SUPPORTS.join(", ")})`);
   }
+  const systemMessages = values["system-messages"];
+  if (systemMessages !== undefined && systemMessages !== "render" && systemMessages !== "refuse") {
+    throw new UsageError(`unknown --system-messages '${systemMessages}' (known: render, refuse)`);
+  }
   let script: SimScript | undefined;
   if (values["script"] !== undefined) {
     try {
@@ -157,6 +164,7 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
       toolCallRateAfterToolResult: rate(values["tool-call-rate-after-result"], "tool-call-rate-after-result"),
       parallelToolCallRate: rate(values["parallel-tool-call-rate"], "parallel-tool-call-rate"),
       toolTypes,
+      systemMessages,
       script,
     },
     fault,

@@ -13,6 +13,7 @@ import { SimTimeline } from "./sim-timeline.js";
 import { mixSeed } from "./text-generator.js";
 import { DEFAULT_TOOL_CALL_RATES } from "./tool-calls.js";
 import type { ToolTypeSupport } from "./responses-tools.js";
+import type { SystemMessagesMode } from "./messages-request.js";
 
 export type { SimFault } from "./faults.js";
 export { parseFault, parseFaultSpec } from "./faults.js";
@@ -50,6 +51,11 @@ export interface SimEngineOptions {
    * "gpt-oss" (vLLM's harmony path, which refuses namespace, web_search and other non-function tools).
    */
   toolTypes?: ToolTypeSupport;
+  /**
+   * What a `role: "system"` message inside a Messages request's `messages` gets: "render" (the default: a system
+   * turn where it stands, as vLLM 0.24 to 0.25.1) or "refuse" (the 400 of vLLM before 0.24).
+   */
+  systemMessages?: SystemMessagesMode;
   /** Scripted mode: replies follow this script's conversations (see loadScript in script.ts). */
   script?: SimScript;
   /** Fault in force from the start (default none). */
@@ -158,6 +164,7 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
       maxParallel: DEFAULT_TOOL_CALL_RATES.maxParallel,
     },
     toolTypes: options.toolTypes,
+    systemMessages: options.systemMessages,
     script: options.script,
     onDie: options.onDie,
   });

@@ -37,14 +37,23 @@ function blocksText(content: unknown, param: string): string {
     .join("");
 }
 
-/** One Anthropic message as chat turns: tool results first (they answer the previous turn), then the text. */
-function chatTurns(message: unknown, index: number): ChatMessage[] {
+/**
+ * One Anthropic message as chat turns: tool results first (they answer the previous turn), then the text. A
+ * `system` message inside `messages` (Claude Code's mid-conversation system messages) is a system turn where it
+ * stands, as vLLM 0.24 and 0.25.1 render it (vllm-project/vllm#44283; issue #48874); with `systemMessages`
+ * "refuse" it is the 400 of vLLM before 0.24, whose AnthropicMessage role was only user or assistant.
+ */
+function chatTurns(message: unknown, index: number, systemMessages: SystemMessagesMode): ChatMessage[] {
   const param = `messages[${index}]`;
-  if (!isObject(message) || (message["role"] !== "user" && message["role"] !== "assistant")) {
-    throw badRequest(`${param}: expected {"role": "user" | "assistant", "content": ...}`, param);
+  const roles = systemMessages === "render" ? ["user", "assistant", "system"] : ["user", "assistant"];
+  if (!isObject(message) || !roles.includes(message["role"] as string)) {
+    const expected = roles.map((role) => `"${role}"`).join(" | ");
+    throw badRequest(`${param}: expected {"role": ${expected}, "content": ...}`, param);
   }
+  const role = message["role"] as "user" | "assistant" | "system";
   const content = message["content"];
-  if (typeof content === "string") return [{ role: message["role"], content }];
+  if (role === "system") return [{ role, content: blocksText(content, `${param}.content`) }];
+  if (typeof content === "string") return [{ role, content }];
   if (!Array.isArray(content))
     throw badRequest(`${param}.content: expected a string or a list of blocks`, param);
   const turns: ChatMessage[] = [];
@@ -64,7 +73,7 @@ function chatTurns(message: unknown, index: number): ChatMessage[] {
     }
     // thinking, image and document blocks carry no text the simulated model reads.
   }
-  if (message["role"] === "assistant") turns.push({ role: "assistant", content: text, toolCalls: calls });
+  if (role === "assistant") turns.push({ role: "assistant", content: text, toolCalls: calls });
   else if (text.length > 0 || turns.length === 0) turns.push({ role: "user", content: text });
   return turns;
 }
@@ -117,8 +126,18 @@ function readIgnoreEos(value: unknown): boolean {
   return value;
 }
 
+/**
+ * What a `role: "system"` message inside `messages` gets: rendered in place (vLLM 0.24 to 0.25.1, the default) or
+ * refused with a 400 (vLLM before 0.24).
+ */
+export type SystemMessagesMode = "render" | "refuse";
+
 /** `countOnly`: POST /v1/messages/count_tokens, which takes no max_tokens. */
-export function parseMessagesRequest(body: unknown, countOnly = false): MessagesRequest {
+export function parseMessagesRequest(
+  body: unknown,
+  countOnly = false,
+  systemMessages: SystemMessagesMode = "render",
+): MessagesRequest {
   if (!isObject(body)) throw badRequest("the body must be a JSON object");
   const model = body["model"];
   if (model !== undefined && typeof model !== "string") throw badRequest("model: expected a string", "model");
@@ -135,7 +154,7 @@ export function parseMessagesRequest(body: unknown, countOnly = false): Messages
     system === undefined || system === null
       ? []
       : [{ role: "system", content: blocksText(system, "system") }];
-  messages.forEach((message, index) => turns.push(...chatTurns(message, index)));
+  messages.forEach((message, index) => turns.push(...chatTurns(message, index, systemMessages)));
   const tools = readTools(body["tools"]);
   return {
     model,

@@ -22,7 +22,7 @@ import { GenerationResponse, type ResponseHost, type ResponseOutcome } from "./g
 import { readJsonBody } from "./http-body.js";
 import type { SimMetrics } from "./metrics.js";
 import { answerInfoRoute, type InfoSource } from "./info-routes.js";
-import { parseMessagesRequest, promptTools } from "./messages-request.js";
+import { parseMessagesRequest, promptTools, type SystemMessagesMode } from "./messages-request.js";
 import { MessagesResponse } from "./messages-response.js";
 import { sendAnthropicError } from "./messages-shapes.js";
 import type { Usage } from "./openai-shapes.js";
@@ -50,6 +50,8 @@ export interface SimServerDeps {
   toolCallRates: ToolCallRates;
   /** Whose Responses tool handling to follow (default vLLM's; "gpt-oss": its harmony path's). */
   toolTypes?: ToolTypeSupport;
+  /** What a system message inside a Messages request's `messages` gets (default "render", as vLLM 0.25.1). */
+  systemMessages?: SystemMessagesMode;
   /** Scripted mode's script, if any. */
   script?: SimScript;
   /** Called once the engine has died from a `die` fault (the CLI exits the process here). */
@@ -302,6 +304,7 @@ export class SimServer {
     const request = parseMessagesRequest(
       await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes),
       countOnly,
+      this.deps.systemMessages,
     );
     checkServedModel(request.model, this.deps.model);
     // A trailing assistant message is a prefill (Anthropic's rule): the reply goes on from it.

@@ -1,10 +1,10 @@
-// opencode, installed from npm, finishes a scripted task through the gateway offline (loopback-only namespace).
+// opencode, installed from npm, finishes a six-tool-call scripted task through the gateway offline (loopback-only namespace).
 import { namespaceTest as test } from "../helpers/network-namespace.js";
 import { openCode } from "./clis.js";
 import { AGENT_TEST_TIMEOUT_MS, checkAgentTask } from "./task.js";
 
 test(
-  "opencode: four model calls, three tool calls, all on one engine by its own session",
+  "opencode: six tool calls, all on one engine by its own session, every call after the first >= 95% cached",
   async () => {
     await checkAgentTask(openCode);
   },

@@ -1,10 +1,10 @@
-// pi, installed from npm, finishes a scripted task through the gateway offline (loopback-only namespace).
+// pi, installed from npm, finishes a six-tool-call scripted task through the gateway offline (loopback-only namespace).
 import { namespaceTest as test } from "../helpers/network-namespace.js";
 import { pi } from "./clis.js";
 import { AGENT_TEST_TIMEOUT_MS, checkAgentTask } from "./task.js";
 
 test(
-  "pi: four model calls, three tool calls, all on one engine by its own session",
+  "pi: six tool calls, all on one engine by its own session, every call after the first >= 95% cached",
   async () => {
     await checkAgentTask(pi);
   },

@@ -1,5 +1,5 @@
 // The coding-agent rig: scripted engines and a gateway inside a loopback-only namespace, and the CLIs run there.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,6 +8,7 @@ import { startNetns, type Netns, type NsExit, type NsProcess } from "./netns.js"
 export const AGENT_MODEL = "sim-model";
 export const AGENT_KEY = "sk-agent-test";
 const CLI_TS = fileURLToPath(new URL("../../src/cli.ts", import.meta.url));
+const PROXY_TS = fileURLToPath(new URL("./recording-proxy.ts", import.meta.url));
 export const REPO_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const ENGINE_COUNT = 2;
 const ENGINE_MAX_MODEL_LEN = 131_072;
@@ -23,7 +24,7 @@ export interface ScriptToolCall {
 }
 
 /** The engines' final answer, after the scripted calls. */
-export const FINAL_TEXT = "Done: hello.txt holds hi and bye.txt holds bye.";
+export const FINAL_TEXT = "Done: hello.txt holds hi, bye.txt holds bye and notes.txt holds notes.";
 
 /**
  * The simulator's script (docs/simulator.md, scripted mode): one conversation with no `match`, so every request of
@@ -68,6 +69,16 @@ export interface RequestLine {
   [field: string]: unknown;
 }
 
+/** A model call as an engine answered it: its body and the usage the engine reported (recording-proxy.ts). */
+export interface EngineCall {
+  /** The engine's index in `engineUrls` (the gateway names it `engine-<index>`). */
+  engine: number;
+  path: string;
+  body: Record<string, unknown>;
+  status: number;
+  usage?: { promptTokens: number; cachedTokens: number };
+}
+
 export interface AgentRun {
   exit: NsExit;
   output: string;
@@ -83,8 +94,12 @@ export interface AgentCommand {
 export interface AgentRig {
   readonly gatewayUrl: string;
   readonly engineUrls: string[];
+  /** Starts a helper process inside the namespace (e.g. a recording proxy); closed with the rig. */
+  spawn(command: string, args: string[]): NsProcess;
   /** Runs a CLI inside the namespace with only the given env (plus PATH), cwd = workdir. */
   run(cmd: AgentCommand, workdir: string): Promise<AgentRun>;
+  /** The model calls each engine answered so far, engine by engine, each in the order it finished. */
+  engineCalls(): EngineCall[];
   /** The gateway's request lines for model calls so far (some may still wait in its log batch). */
   modelCalls(): RequestLine[];
   /** Stops the gateway (SIGTERM: it drains and writes every log line) and returns all its model calls. */
@@ -128,8 +143,20 @@ export async function startAgentRig(script: SimScriptFile): Promise<AgentRig> {
         return match[1]!;
       }),
     );
+    // each engine behind a recording proxy: the usage it reports for every call, read by the tests
+    const recordPaths = engines.map((_, i) => join(root, `engine-${i}.jsonl`));
+    const proxied = await Promise.all(
+      engines.map(async (url, i) => {
+        const proc = ns.spawn(process.execPath, ["--import", "tsx", PROXY_TS, url, recordPaths[i]!], {
+          cwd: REPO_ROOT,
+          timeoutMs: SERVER_TIMEOUT_MS,
+        });
+        procs.push(proc);
+        return (await proc.waitForLine(/recording on (http:\S+)/))[1]!;
+      }),
+    );
     const configPath = join(root, "gateway.json");
-    writeFileSync(configPath, JSON.stringify(gatewayConfig(engines)));
+    writeFileSync(configPath, JSON.stringify(gatewayConfig(proxied)));
     const gateway = ns.spawn(
       process.execPath,
       ["--import", "tsx", CLI_TS, "gateway", "--config", configPath, "--log-level", "info"],
@@ -140,6 +167,11 @@ export async function startAgentRig(script: SimScriptFile): Promise<AgentRig> {
     return {
       gatewayUrl: `http://127.0.0.1:${port}`,
       engineUrls: engines,
+      spawn(command, args) {
+        const proc = ns.spawn(command, args, { cwd: REPO_ROOT, timeoutMs: SERVER_TIMEOUT_MS });
+        procs.push(proc);
+        return proc;
+      },
       async run(cmd, workdir) {
         const proc = ns.spawn(cmd.command, cmd.args, {
           cwd: workdir,
@@ -150,6 +182,10 @@ export async function startAgentRig(script: SimScriptFile): Promise<AgentRig> {
         const exit = await proc.exited;
         return { exit, output: proc.output(), workdir };
       },
+      engineCalls: () =>
+        recordPaths.flatMap((path, engine) =>
+          existsSync(path) ? engineCallsIn(readFileSync(path, "utf8"), engine) : [],
+        ),
       modelCalls: () => requestLines(gateway.stdout()).filter((line) => MODEL_PATH.test(line.path)),
       async stopGateway() {
         gateway.signal("SIGTERM");
@@ -230,4 +266,13 @@ export function requestLines(stdout: string): RequestLine[] {
     }
   }
   return lines;
+}
+
+/** The model calls of one engine's record file. */
+function engineCallsIn(text: string, engine: number): EngineCall[] {
+  return text
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => ({ engine, ...(JSON.parse(line) as Omit<EngineCall, "engine">) }))
+    .filter((call) => MODEL_PATH.test(call.path));
 }

@@ -213,7 +213,7 @@ describe("defaults", () => {
     });
     expect(config.server.port).toBe(0);
     expect(config.server.host).toBe("0.0.0.0");
-    expect(config.backends[0]!.simulate).toEqual({ profile: "qwen2.5-7b", time_scale: 1 });
+    expect(config.backends[0]!.simulate).toEqual({ profile: "qwen2.5-7b", time_scale: 1, tool_call_rate: 0 });
   });
 
   it("accepts an already parsed document (JSON) the same way", () => {

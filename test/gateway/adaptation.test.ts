@@ -10,7 +10,12 @@ import {
 import { ResponsesRelay } from "../../src/gateway/responses-relay.js";
 import { CODEX_TOOLS } from "../helpers/codex-request.js";
 
-const ON: AdaptationSettings = { flattenNamespaces: true, dropHostedTools: true };
+const ON: AdaptationSettings = {
+  flattenNamespaces: true,
+  dropHostedTools: true,
+  foldSystemMessages: true,
+  dropBillingHeader: true,
+};
 
 function adapt(body: Record<string, unknown>, settings: AdaptationSettings = ON) {
   return adaptResponsesRequest(body, settings);
@@ -26,7 +31,7 @@ describe("adaptResponsesRequest", () => {
     expect(adapt({ input: "x", tools: functions })).toBeUndefined();
     expect(adapt({ input: "x" })).toBeUndefined();
     expect(
-      adapt({ input: "x", tools: CODEX_TOOLS }, { flattenNamespaces: false, dropHostedTools: false }),
+      adapt({ input: "x", tools: CODEX_TOOLS }, { ...ON, flattenNamespaces: false, dropHostedTools: false }),
     ).toBe(undefined);
   });
 
@@ -54,15 +59,12 @@ describe("adaptResponsesRequest", () => {
   });
 
   it("applies each adaptation alone", () => {
-    const flatOnly = adapt(
-      { input: "x", tools: CODEX_TOOLS },
-      { flattenNamespaces: true, dropHostedTools: false },
-    )!;
+    const flatOnly = adapt({ input: "x", tools: CODEX_TOOLS }, { ...ON, dropHostedTools: false })!;
     expect(flatOnly.changes).toEqual(["flatten_namespace:multi_agent_v1"]);
     expect(names(flatOnly.body["tools"])).toContain("web_search");
     const dropOnly = adapt(
       { input: "x", tools: CODEX_TOOLS },
-      { flattenNamespaces: false, dropHostedTools: true },
+      { flattenNamespaces: false, dropHostedTools: true, foldSystemMessages: true, dropBillingHeader: true },
     )!;
     expect(dropOnly.changes).toEqual(["drop_tool:web_search"]);
     expect(names(dropOnly.body["tools"])).toContain("multi_agent_v1");
@@ -267,7 +269,7 @@ describe("adaptMessagesRequest", () => {
   });
 
   it("does nothing when drop_hosted_tools is off", () => {
-    const off = { flattenNamespaces: true, dropHostedTools: false };
+    const off = { ...ON, dropHostedTools: false };
     expect(adaptMessagesRequest({ messages: [], tools: [custom, search] }, off)).toBeUndefined();
   });
 });

@@ -4,12 +4,10 @@
 // the client. A recording relay in front of the engine shows what it received and sent.
 import OpenAI from "openai";
 import type { Response, ResponseFunctionToolCall } from "openai/resources/responses/responses";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config/load.js";
-import { Gateway } from "../../src/gateway/gateway.js";
 import { startSimEngine, type SimEngineHandle, type SimEngineOptions } from "../../src/sim/index.js";
-import { startEngineTap, type EngineTap, type Exchange } from "../clients/tap.js";
+import type { Exchange } from "../clients/tap.js";
+import { startTappedGateway } from "../helpers/tapped-gateway.js";
 import { CODEX_TOOLS, codexHeaders, codexRequestBody } from "../helpers/codex-request.js";
 
 const MODEL = "sim-small";
@@ -42,33 +40,10 @@ async function startRig(
     toolTypes: "gpt-oss",
     ...sim,
   });
-  let tap: EngineTap | undefined;
   try {
-    tap = await startEngineTap("engine", engine.url, log);
-    const config = parseConfig(
-      {
-        server: { host: "127.0.0.1", port: 0 },
-        backends: [{ id: "engine-0", tier: "small", base_url: tap.url, model: MODEL }],
-        ...(adaptation === undefined ? {} : { adaptation }),
-      },
-      "test",
-    );
-    const gateway = await Gateway.start(config, {
-      logger: pino({ level: process.env["TEST_LOG_LEVEL"] ?? "silent" }),
-      listen: { host: "127.0.0.1", port: 0 },
-    });
-    const openTap = tap;
-    return {
-      url: gateway.url,
-      log,
-      async close() {
-        await gateway.close(0);
-        await openTap.close();
-        await engine.close();
-      },
-    };
+    const gateway = await startTappedGateway(engine, MODEL, log, adaptation);
+    return { url: gateway.url, log, close: () => gateway.close() };
   } catch (err) {
-    await tap?.close();
     await engine.close();
     throw err;
   }

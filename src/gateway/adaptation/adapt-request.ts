@@ -1,6 +1,7 @@
 // Which adaptation a request gets, by API: the Responses API's tools (namespaces, hosted tools) or the Messages
-// API's server tools; chat and completions requests are never touched.
+// API's server tools and system text; chat and completions requests are never touched.
 import type { Endpoint } from "../completion-request.js";
+import { adaptMessagesSystem } from "./messages-system.js";
 import { adaptMessagesRequest } from "./messages-tools.js";
 import type { CallRestorer } from "./restore.js";
 import { adaptResponsesRequest, type AdaptationSettings } from "./responses-tools.js";
@@ -21,6 +22,11 @@ export function adaptRequest(
   settings: AdaptationSettings,
 ): Adaptation | undefined {
   if (endpoint === "responses") return adaptResponsesRequest(body, settings);
-  if (endpoint === "messages") return adaptMessagesRequest(body, settings);
+  if (endpoint === "messages") {
+    const tools = adaptMessagesRequest(body, settings);
+    const system = adaptMessagesSystem(tools?.body ?? body, settings);
+    if (system === undefined) return tools;
+    return { changes: [...(tools?.changes ?? []), ...system.changes], body: system.body };
+  }
   return undefined;
 }

@@ -15,6 +15,10 @@ export interface AdaptationSettings {
   flattenNamespaces: boolean;
   /** Drop tools the provider runs (web search, file search, ...): no engine runs them without a tool server. */
   dropHostedTools: boolean;
+  /** Fold a Messages request's mid-conversation system messages into a user turn (messages-system.ts). */
+  foldSystemMessages: boolean;
+  /** Drop Claude Code's billing-header block from a Messages request's `system` (messages-system.ts). */
+  dropBillingHeader: boolean;
 }
 
 /** What the gateway changed, and how to give the client the answer it expects. */
