@@ -19,6 +19,8 @@ export interface ReplyPlanInput {
   /** Distinguishes the n choices of one request. */
   choiceIndex: number;
   cacheSalt?: string;
+  /** The session the request carried (echoed on its KV events). */
+  sessionId?: string | undefined;
   /**
    * Text the reply must be (a tool call, structured output): its natural length ends it with end-of-turn, and
    * max_tokens only cuts it short. Without it the reply is pseudo-text.
@@ -48,6 +50,8 @@ export function createEngineRequest(input: ReplyPlanInput): EngineRequest {
       finishReason: length === script.lengthTokens ? "stop" : "length",
       generator: script,
       rootHash,
+      cacheSalt: input.cacheSalt,
+      sessionId: input.sessionId,
     });
   }
   // The natural length is drawn even when it is not used, so the reply's text depends on the prompt and the seed
@@ -64,5 +68,7 @@ export function createEngineRequest(input: ReplyPlanInput): EngineRequest {
     finishReason,
     generator: new ReplyGenerator(random, length, finishReason === "stop"),
     rootHash,
+    cacheSalt: input.cacheSalt,
+    sessionId: input.sessionId,
   });
 }
