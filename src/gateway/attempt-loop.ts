@@ -182,8 +182,15 @@ export async function runAttemptLoop(
               ? undefined
               : (usage, responseId) => {
                   // On the context before the answer ends: the request's log line is written when it does.
-                  const placement = { backendId: backend.id, tier, reason: selection.reason };
+                  const placement = {
+                    backendId: backend.id,
+                    tier,
+                    reason: selection.reason,
+                    expectedCachedTokens: selection.expectedCachedTokens,
+                  };
                   const receipt = request.receipt!.now(usage, placement, responseId);
+                  if (receipt?.expectedCachedTokens !== undefined)
+                    deps.metrics.kvPrediction(tier, receipt.expectedCachedTokens, usage);
                   ctx.receipt = receipt;
                   return receipt === undefined ? undefined : receiptFields(receipt);
                 },

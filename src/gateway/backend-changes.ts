@@ -1,4 +1,5 @@
 // Backends going down, coming up, leaving and arriving: one way to retire a backend, whatever the cause.
+import { kvEventsBackendsOf } from "../kv-events/gateway-hooks.js";
 import type { Backend } from "../backends/backend.js";
 import type { BackendConfig } from "../config/schema.js";
 import type { HealthChecker } from "../backends/health-checker.js";
@@ -60,7 +61,7 @@ export function watchBackendHealth(
   });
 }
 
-export type BackendChangeDeps = RetireDeps & Pick<GatewayParts, "registry" | "pools" | "metrics">;
+export type BackendChangeDeps = RetireDeps & Pick<GatewayParts, "registry" | "pools" | "metrics" | "kvCache">;
 
 /**
  * Makes the registry hold the config's static backends plus the discovered ones. A backend that left
@@ -87,6 +88,7 @@ export function applyBackends(
     changed.push(`removed backend ${backend.id} (its ${held} bindings broken)`);
   }
   health.configure(settings.probe);
+  deps.kvCache?.configure(kvEventsBackendsOf([...settings.config.backends, ...discovered]));
   for (const backend of deps.registry.all()) deps.slots.pump(backend);
   deps.metrics.initTiers(deps.registry.tiers());
   return changed;

@@ -299,6 +299,7 @@ export class Gateway {
     await shutDown({ api: this.server, admin: this.adminServer }, this.requests, graceMs, async () => {
       clearInterval(this.sweepTimer);
       this.discovery.stop();
+      this.parts.kvCache?.close();
       await this.health.stop();
       await this.loadPoller.stop();
       await this.parts.pools.close();

@@ -1,4 +1,5 @@
 // Builds a gateway's services from its first settings snapshot: registry, stores, scheduler, slots, pools, metrics.
+import { createKvCacheView, kvEventsBackendsOf } from "../kv-events/gateway-hooks.js";
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { BackendSlots } from "../admission/backend-slots.js";
@@ -61,6 +62,7 @@ export function schedulerSettingsOf(settings: GatewaySettings, random: Random): 
     ...settings.scheduler,
     balancer: createBalancer(affinity.balancer, random),
     policy: createPolicy(affinity, random, settings.scheduler.engineSignalMaxAgeMs),
+    kvMoveMinTokens: affinity.kv_events.move_min_tokens,
   };
 }
 
@@ -134,11 +136,14 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
   });
   const sharedBindings = createSharedBindings(config, { table, metrics, logger });
   const bindingStore: BindingStore = sharedBindings ?? new MemoryBindingStore(table);
+  const kvCache = createKvCacheView(config, logger);
+  kvCache.configure(kvEventsBackendsOf(config.backends));
   const scheduler = new PlacementService({
     ...schedulerSettingsOf(settings, random),
     store: bindingStore,
     clock,
     recorder: metrics,
+    kvCache,
   });
   const pools = new UpstreamPools(settings.pools);
   const parts = {
@@ -153,6 +158,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     responseOwners: new ResponseOwners(clock, settings.responseOwners),
     outcomes: new EngineOutcomes(registry, options.probeSoon),
     sharedBindings,
+    kvCache,
     receipts: createTurnReceipts(config, {
       nowMs: () => clock.nowMs(),
       logger,

@@ -4,13 +4,27 @@
 // the subscriber adds is order. Each batch carries a sequence number (+1 per batch from 0 at engine start):
 // - the first batch heard with seq > 0, or a jump past the next expected seq: the missing batches are fetched
 //   from the engine's replay socket (when it has one) and applied first;
-// - a seq below the next expected: the engine restarted (its cache is empty): the index is cleared first;
+// - on start, what the engine still keeps is fetched from the replay socket at once (what it holds is known
+//   before its next batch); a batch heard live that was already applied (same seq and ts) is skipped;
+// - a seq below the next expected otherwise: the engine restarted (its cache is empty): the index is cleared;
 // - batches the engine no longer keeps (older than its buffer_steps), or no replay socket: the index cannot
 //   know what changed, so it is cleared and rebuilt from what comes (it may under-count, never over-count).
 import { Subscriber } from "zeromq";
 import type { EngineIndex } from "./engine-index.js";
 import { fetchReplay } from "./replay-client.js";
 import { decodeKvEventBatch, decodeSeq, type DecodedBatch } from "./wire.js";
+
+/** Batches whose ts is remembered to recognise duplicates. */
+const RECENT_BATCHES = 1024;
+
+/** A batch's ts, or NaN when it cannot be read (then it is never taken for a duplicate). */
+function batchTs(payload: Uint8Array): number {
+  try {
+    return decodeKvEventBatch(payload).ts;
+  } catch {
+    return Number.NaN;
+  }
+}
 
 export interface KvEventSource {
   /** The engine's PUB address (vLLM's `endpoint`, with a host the gateway can reach). */
@@ -50,6 +64,8 @@ export class EngineSubscriber {
   private readonly socket: Subscriber;
   private expected: bigint | undefined;
   private closed = false;
+  /** ts of recently applied batches by seq, to tell a duplicate (replay, then live) from a restart. */
+  private readonly recentTs = new Map<bigint, number>();
   readonly stats: SubscriberStats = {
     batches: 0,
     events: 0,
@@ -82,6 +98,22 @@ export class EngineSubscriber {
   }
 
   private async receiveLoop(): Promise<void> {
+    if (this.source.replayEndpoint !== undefined) {
+      try {
+        const batches = await fetchReplay(this.source.replayEndpoint, 0n, this.options.replayTimeoutMs);
+        // Only from the first batch on does the buffer say everything the engine did; otherwise start after it.
+        for (const batch of batches) {
+          if (this.closed) return;
+          if (this.expected === undefined && batch.seq !== 0n) {
+            this.stats.lostGaps += 1;
+          }
+          this.apply(batch.seq, batch.payload);
+          this.stats.replayedBatches += 1;
+        }
+      } catch (err) {
+        this.options.onError?.(err);
+      }
+    }
     try {
       for await (const frames of this.socket) {
         if (this.closed) return;
@@ -106,6 +138,9 @@ export class EngineSubscriber {
 
   private async receive(seq: bigint, payload: Uint8Array): Promise<void> {
     if (this.expected !== undefined && seq < this.expected) {
+      const seen = this.recentTs.get(seq);
+      if (seen !== undefined && seen === batchTs(payload)) return; // already applied from the replay
+
       this.stats.restarts += 1;
       this.index.cleared();
       this.expected = 0n;
@@ -160,6 +195,9 @@ export class EngineSubscriber {
       this.options.onError?.(err);
       return;
     }
+    this.recentTs.set(seq, batch.ts);
+    if (this.recentTs.size > RECENT_BATCHES)
+      this.recentTs.delete(this.recentTs.keys().next().value as bigint);
     this.stats.batches += 1;
     this.stats.events += batch.events.length;
     this.stats.unknownEvents += batch.unknownEvents;

@@ -33,8 +33,14 @@ interface Subscription {
 
 export class KvCacheView {
   private readonly subscriptions = new Map<string, Subscription>();
+  private appliedWaiters: (() => void)[] = [];
 
   constructor(private readonly options: KvCacheViewOptions) {}
+
+  /** Resolves after the next batch any engine's subscriber applies (tools and tests wait on it, not on time). */
+  nextApplied(): Promise<void> {
+    return new Promise((resolve) => this.appliedWaiters.push(resolve));
+  }
 
   /**
    * Subscribes to exactly these engines: new ones are subscribed, gone ones closed, and one whose address
@@ -55,7 +61,13 @@ export class KvCacheView {
       const subscriber = new EngineSubscriber(backend.source, index, {
         replayTimeoutMs: this.options.replayTimeoutMs,
         onError: (err) => this.options.onError?.(backend.id, err),
-        onApplied: (seq, batch) => this.options.onApplied?.(backend.id, seq, batch),
+        onApplied: (seq, batch) => {
+          this.options.onApplied?.(backend.id, seq, batch);
+          if (this.appliedWaiters.length === 0) return;
+          const waiters = this.appliedWaiters;
+          this.appliedWaiters = [];
+          for (const resolve of waiters) resolve();
+        },
       });
       this.subscriptions.set(backend.id, { backend, subscriber });
     }

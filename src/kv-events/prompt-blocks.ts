@@ -73,3 +73,25 @@ export function promptBlocksOf(
   }
   return { promptTokens: tokens.length, keys, blockSizeTokens };
 }
+
+/** A request's prompt blocks, computed once per block size (placement asks per attempt). */
+export class LazyPromptBlocks {
+  private computed: PromptBlocks | null | undefined; // null: computed, and there are none
+
+  constructor(
+    private readonly endpoint: Endpoint,
+    private readonly body: Record<string, unknown>,
+  ) {}
+
+  of(blockSizeTokens: number): PromptBlocks | undefined {
+    if (
+      this.computed === undefined ||
+      (this.computed !== null && this.computed.blockSizeTokens !== blockSizeTokens)
+    ) {
+      const prompt = simulatedPromptTokens(this.endpoint, this.body);
+      this.computed =
+        prompt === undefined ? null : promptBlocksOf(prompt.tokens, blockSizeTokens, prompt.cacheSalt);
+    }
+    return this.computed ?? undefined;
+  }
+}
