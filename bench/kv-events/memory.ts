@@ -32,14 +32,14 @@ function event(first: number): BlockStored {
   const hashes: bigint[] = [];
   const tokens: number[] = [];
   for (let b = first; b < first + PER_EVENT; b++) {
-    hashes.push(0x9e3779b97f4a7c15n * BigInt(b + 1) & 0xffffffffffffffffn);
+    hashes.push((0x9e3779b97f4a7c15n * BigInt(b + 1)) & 0xffffffffffffffffn);
     for (let t = 0; t < BLOCK_SIZE; t++) tokens.push((b * 31 + t * 7) % 151_643);
   }
   const sessionStart = first % PER_SESSION === 0;
   return {
     type: "BlockStored",
     blockHashes: hashes,
-    parentBlockHash: sessionStart ? null : (0x9e3779b97f4a7c15n * BigInt(first) & 0xffffffffffffffffn),
+    parentBlockHash: sessionStart ? null : (0x9e3779b97f4a7c15n * BigInt(first)) & 0xffffffffffffffffn,
     tokenIds: tokens,
     blockSize: BLOCK_SIZE,
     loraId: null,
@@ -74,7 +74,12 @@ console.log(
 );
 let removeMs = 0;
 for (let first = 0; first < BLOCKS; first += PER_EVENT) {
-  const removed = { type: "BlockRemoved", blockHashes: event(first).blockHashes, medium: "GPU", groupIdx: 0 } as const;
+  const removed = {
+    type: "BlockRemoved",
+    blockHashes: event(first).blockHashes,
+    medium: "GPU",
+    groupIdx: 0,
+  } as const;
   const startedMs = performance.now();
   index.removed(removed);
   removeMs += performance.now() - startedMs;
