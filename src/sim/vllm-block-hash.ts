@@ -11,6 +11,7 @@
 // bytes per process, as in vLLM. On the KV-event wire a hash is the low 64 bits of the digest read big-endian
 // (maybe_convert_block_hash with VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1, vLLM's default).
 import { createHash, randomBytes } from "node:crypto";
+import { ByteWriter } from "../core/byte-writer.js";
 
 export const PREFIX_CACHING_HASH_ALGOS = ["sha256", "sha256_cbor"] as const;
 export type PrefixCachingHashAlgo = (typeof PREFIX_CACHING_HASH_ALGOS)[number];
@@ -20,69 +21,6 @@ export const UNSUPPORTED_HASH_ALGOS = ["xxhash", "xxhash_cbor"] as const;
 
 /** A block's extra keys (LoRA name, cache_salt, ...): vLLM's `extra_keys` tuple, or null when it has none. */
 export type BlockExtraKeys = readonly string[] | null;
-
-/** Growable byte buffer for one serialisation. */
-class ByteWriter {
-  private buffer = Buffer.allocUnsafe(256);
-  length = 0;
-
-  private room(bytes: number): void {
-    if (this.length + bytes <= this.buffer.length) return;
-    const bigger = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + bytes));
-    this.buffer.copy(bigger, 0, 0, this.length);
-    this.buffer = bigger;
-  }
-
-  byte(value: number): void {
-    this.room(1);
-    this.buffer[this.length++] = value;
-  }
-
-  u16le(value: number): void {
-    this.room(2);
-    this.buffer.writeUInt16LE(value, this.length);
-    this.length += 2;
-  }
-
-  i32le(value: number): void {
-    this.room(4);
-    this.buffer.writeInt32LE(value, this.length);
-    this.length += 4;
-  }
-
-  u32le(value: number): void {
-    this.room(4);
-    this.buffer.writeUInt32LE(value, this.length);
-    this.length += 4;
-  }
-
-  u32be(value: number): void {
-    this.room(4);
-    this.buffer.writeUInt32BE(value, this.length);
-    this.length += 4;
-  }
-
-  u64le(value: number): void {
-    this.room(8);
-    this.buffer.writeBigUInt64LE(BigInt(value), this.length);
-    this.length += 8;
-  }
-
-  bytes(data: Uint8Array): void {
-    this.room(data.length);
-    this.buffer.set(data, this.length);
-    this.length += data.length;
-  }
-
-  /** Writes `data` at an earlier offset (a length patched in after the fact). */
-  u64leAt(offset: number, value: number): void {
-    this.buffer.writeBigUInt64LE(BigInt(value), offset);
-  }
-
-  view(): Buffer {
-    return this.buffer.subarray(0, this.length);
-  }
-}
 
 // Pickle opcodes (CPython Lib/pickle.py) used by protocol 5 for these values.
 const PROTO = 0x80;
@@ -106,61 +44,61 @@ function pickleInt(out: ByteWriter, value: number): void {
     throw new RangeError(`token id ${value} is outside the range this pickler writes`);
   }
   if (value >= 0 && value < 0x100) {
-    out.byte(BININT1);
-    out.byte(value);
+    out.u8(BININT1);
+    out.u8(value);
   } else if (value >= 0 && value < 0x10000) {
-    out.byte(BININT2);
-    out.u16le(value);
+    out.u8(BININT2);
+    out.u16(value);
   } else {
-    out.byte(BININT);
-    out.i32le(value);
+    out.u8(BININT);
+    out.i32(value);
   }
 }
 
 function pickleString(out: ByteWriter, value: string): void {
   const utf8 = Buffer.from(value, "utf8");
   if (utf8.length < 0x100) {
-    out.byte(SHORT_BINUNICODE);
-    out.byte(utf8.length);
+    out.u8(SHORT_BINUNICODE);
+    out.u8(utf8.length);
   } else {
-    out.byte(BINUNICODE);
-    out.u32le(utf8.length);
+    out.u8(BINUNICODE);
+    out.u32(utf8.length);
   }
-  out.bytes(utf8);
-  out.byte(MEMOIZE);
+  out.append(utf8);
+  out.u8(MEMOIZE);
 }
 
 /** Saves a tuple whose elements `writeItems` saves (CPython's save_tuple for protocol >= 2). */
 function pickleTuple(out: ByteWriter, length: number, writeItems: () => void): void {
   if (length === 0) {
-    out.byte(EMPTY_TUPLE);
+    out.u8(EMPTY_TUPLE);
     return;
   }
   if (length <= 3) {
     writeItems();
-    out.byte(TUPLE_N[length] as number);
+    out.u8(TUPLE_N[length] as number);
   } else {
-    out.byte(MARK);
+    out.u8(MARK);
     writeItems();
-    out.byte(TUPLE);
+    out.u8(TUPLE);
   }
-  out.byte(MEMOIZE);
+  out.u8(MEMOIZE);
 }
 
 /** Protocol-5 framing around `writeBody`: PROTO 5, then one FRAME of everything up to and including STOP. */
 function pickled(writeBody: (out: ByteWriter) => void): Buffer {
   const out = new ByteWriter();
-  out.byte(PROTO);
-  out.byte(5);
-  out.byte(FRAME);
-  const lengthAt = out.length;
-  out.u64le(0);
+  out.u8(PROTO);
+  out.u8(5);
+  out.u8(FRAME);
+  const lengthAt = out.size;
+  out.u64(0);
   writeBody(out);
-  out.byte(STOP);
-  const frameLength = out.length - lengthAt - 8;
+  out.u8(STOP);
+  const frameLength = out.size - lengthAt - 8;
   // CPython leaves frames shorter than 4 bytes unframed; a body here is never that short.
-  out.u64leAt(lengthAt, frameLength);
-  return out.view();
+  out.u64At(lengthAt, frameLength);
+  return out.bytes();
 }
 
 function pickleHashInput(
@@ -172,14 +110,14 @@ function pickleHashInput(
 ): Buffer {
   return pickled((out) => {
     pickleTuple(out, 3, () => {
-      out.byte(SHORT_BINBYTES);
-      out.byte(parent.length);
-      out.bytes(parent);
-      out.byte(MEMOIZE);
+      out.u8(SHORT_BINBYTES);
+      out.u8(parent.length);
+      out.append(parent);
+      out.u8(MEMOIZE);
       pickleTuple(out, count, () => {
         for (let i = start; i < start + count; i++) pickleInt(out, tokens[i] as number);
       });
-      if (extraKeys === null) out.byte(NONE);
+      if (extraKeys === null) out.u8(NONE);
       else pickleTuple(out, extraKeys.length, () => extraKeys.forEach((key) => pickleString(out, key)));
     });
   });
@@ -188,16 +126,16 @@ function pickleHashInput(
 /** A CBOR head: major type and argument in the shortest form (canonical encoding). */
 function cborHead(out: ByteWriter, major: number, value: number): void {
   const type = major << 5;
-  if (value < 24) out.byte(type | value);
+  if (value < 24) out.u8(type | value);
   else if (value < 0x100) {
-    out.byte(type | 24);
-    out.byte(value);
+    out.u8(type | 24);
+    out.u8(value);
   } else if (value < 0x10000) {
-    out.byte(type | 25);
-    out.byte(value >>> 8);
-    out.byte(value & 0xff);
+    out.u8(type | 25);
+    out.u8(value >>> 8);
+    out.u8(value & 0xff);
   } else if (value < 0x100000000) {
-    out.byte(type | 26);
+    out.u8(type | 26);
     out.u32be(value);
   } else {
     throw new RangeError(`CBOR argument ${value} is outside the range this encoder writes`);
@@ -214,23 +152,23 @@ function cborHashInput(
   const out = new ByteWriter();
   cborHead(out, 4, 3);
   cborHead(out, 2, parent.length);
-  out.bytes(parent);
+  out.append(parent);
   cborHead(out, 4, count);
   for (let i = start; i < start + count; i++) {
     const token = tokens[i] as number;
     if (!Number.isInteger(token) || token < 0) throw new RangeError(`token id ${token} is not a CBOR uint`);
     cborHead(out, 0, token);
   }
-  if (extraKeys === null) out.byte(0xf6);
+  if (extraKeys === null) out.u8(0xf6);
   else {
     cborHead(out, 4, extraKeys.length);
     for (const key of extraKeys) {
       const utf8 = Buffer.from(key, "utf8");
       cborHead(out, 3, utf8.length);
-      out.bytes(utf8);
+      out.append(utf8);
     }
   }
-  return out.view();
+  return out.bytes();
 }
 
 function sha256(data: Uint8Array): Buffer {
@@ -243,8 +181,8 @@ function hashString(algo: PrefixCachingHashAlgo, value: string): Buffer {
   const out = new ByteWriter();
   const utf8 = Buffer.from(value, "utf8");
   cborHead(out, 3, utf8.length);
-  out.bytes(utf8);
-  return sha256(out.view());
+  out.append(utf8);
+  return sha256(out.bytes());
 }
 
 export interface VllmBlockHasherOptions {
