@@ -32,9 +32,6 @@ export class KvEventPublisher {
   private readonly queue: Buffer[][] = [];
   private sending = false;
   private closed = false;
-  /** Resolves when the queue is empty (tests and close wait on it). */
-  private idle: Promise<void> = Promise.resolve();
-  private markIdle: () => void = () => {};
   /** Batches dropped because the send queue was full. */
   droppedBatches = 0;
   /** The PUB address actually bound or connected (a port 0 resolved). */
@@ -101,14 +98,8 @@ export class KvEventPublisher {
     if (!this.sending) void this.drain();
   }
 
-  /** Resolves once every batch published so far was handed to ZMQ. */
-  flushed(): Promise<void> {
-    return this.sending ? this.idle : Promise.resolve();
-  }
-
   private async drain(): Promise<void> {
     this.sending = true;
-    this.idle = new Promise((resolve) => (this.markIdle = resolve));
     while (this.queue.length > 0 && !this.closed) {
       const frames = this.queue.shift() as Buffer[];
       try {
@@ -118,7 +109,6 @@ export class KvEventPublisher {
       }
     }
     this.sending = false;
-    this.markIdle();
   }
 
   private async serveReplays(router: Router): Promise<void> {
@@ -142,6 +132,5 @@ export class KvEventPublisher {
     this.closed = true;
     this.pub.close();
     this.router?.close();
-    this.markIdle();
   }
 }
