@@ -1,4 +1,5 @@
 // The placement decision, a pure function: binding lookup, candidates, request keys and time in; backend, reason and effects out.
+import type { PromptBlocks } from "../kv-events/prompt-blocks.js";
 import type { Balancer } from "./balancers.js";
 import { BROKEN, EXPIRED, type BindingEffect, type BindingLookup } from "./binding-store.js";
 import type { Hash64 } from "./hash.js";
@@ -8,6 +9,14 @@ import { boundedRendezvousPipeline, sessionPlacementPipeline, spillPipeline } fr
 import type { PlacementCandidate, PlacementRequest } from "./placement/types.js";
 import type { PlacementPolicy, PolicyReason } from "./policies/policy.js";
 import { hashSession, rendezvousWinner } from "./rendezvous.js";
+import {
+  anyCandidateHolds,
+  betterHolder,
+  cachedSpillTarget,
+  DEFAULT_KV_MOVE_MIN_TOKENS,
+  longestCachedPrefix,
+  type KvPlacementContext,
+} from "./kv-placement.js";
 
 export type { BackendState } from "./placement/types.js";
 
@@ -22,6 +31,8 @@ export interface PlacementHints {
   readonly routingText?: string;
   /** The serialised prompt llm-d's prefix scorer hashes; read only by that policy. */
   readonly promptBytes?: string;
+  /** The prompt's KV blocks for a block size, when engines publish KV events (src/kv-events/prompt-blocks.ts). */
+  readonly kvPromptBlocks?: (blockSizeTokens: number) => PromptBlocks | undefined;
 }
 
 export const SESSIONLESS_MODES = ["prefix", "balancer"] as const;
@@ -40,12 +51,16 @@ export type SelectionReason =
   | "no_session" // no session id (and no prefix placement): the balancer picks
   | "spill" // the pinned backend has no free slot: one request goes to the next of the ranking; binding kept
   | "prefix" // no session id: the prompt prefix key's home while it has a free slot, else within the bound; nothing bound
+  | "kv_prefix" // no session id: the engine whose KV events say it holds the longest prefix, within the bound
+  | "kv_moved" // a bound session's engine lost its blocks and another (within the bound, free) holds more
   | PolicyReason; // affinity.policy other than hrw: the policy's own reason (src/affinity/policies)
 
 export interface Selection<T extends SchedulingCandidate> {
   readonly backend: T;
   readonly affinityHit: boolean;
   readonly reason: SelectionReason;
+  /** Tokens of the prompt the chosen engine holds by its KV events; absent when it publishes none. */
+  readonly expectedCachedTokens?: number;
 }
 
 /** What the decision depends on besides the request (a reload replaces it whole). */
@@ -62,6 +77,8 @@ export interface PlacementSettings {
   readonly policy: PlacementPolicy | undefined;
   /** Engine readings older than this are not placed by. */
   readonly engineSignalMaxAgeMs: number;
+  /** affinity.kv_events.move_min_tokens (src/affinity/kv-placement.ts). */
+  readonly kvMoveMinTokens?: number;
 }
 
 /** One attempt of a request, as placement sees it. */
@@ -75,6 +92,8 @@ export interface PlacementInput<T extends SchedulingCandidate> {
   /** The store's answer for the session; read only when usesBinding() says so. */
   readonly binding: BindingLookup;
   readonly nowMs: number;
+  /** Tokens of the prompt each engine publishing KV events holds (src/kv-events); absent: none publishes. */
+  readonly cachedTokens?: ReadonlyMap<string, number> | undefined;
 }
 
 /** How the decision is counted: a hit of the session's binding, a miss, or a spill (a miss that kept it). */
@@ -116,7 +135,17 @@ export function decidePlacement<T extends SchedulingCandidate>(
         : { backend: decision.backend, affinityHit: false, reason: decision.reason };
     return { selection, effects: NO_EFFECTS, outcome: "miss" };
   }
+  const kv = kvContext(settings, input);
   if (!usesBinding(settings, sessionId)) {
+    if (sessionId === undefined && settings.ttlMs > 0 && kv !== undefined) {
+      const backend = longestCachedPrefix(kv, hints.prefixKey ?? hashSession(""));
+      if (backend !== undefined)
+        return {
+          selection: { backend, affinityHit: false, reason: "kv_prefix" },
+          effects: NO_EFFECTS,
+          outcome: "miss",
+        };
+    }
     if (sessionId === undefined && settings.ttlMs > 0 && settings.sessionless === "prefix") {
       const prefixKey = hints.prefixKey;
       if (prefixKey !== undefined) return placeByPrefix(settings, prefixKey, input);
@@ -136,10 +165,25 @@ export function decidePlacement<T extends SchedulingCandidate>(
     if (pinned === undefined) {
       reason = "rebind_tier_changed";
     } else if (pinned.state !== "down" && !exclude.has(pinned.id)) {
+      if (kv !== undefined) {
+        const moveMin = settings.kvMoveMinTokens ?? DEFAULT_KV_MOVE_MIN_TOKENS;
+        const moved = betterHolder(kv, hashSession(sessionId), pinned, moveMin, true);
+        if (moved !== undefined) {
+          const placement = hashSession(sessionId);
+          return {
+            selection: { backend: moved, affinityHit: false, reason: "kv_moved" },
+            effects: [{ kind: "bind", sessionId, placement, backendId: moved.id, expiresAtMs }],
+            outcome: "miss",
+          };
+        }
+      }
       const refresh: readonly BindingEffect[] = [{ kind: "refresh", sessionId, expiresAtMs }];
       // The hit path: a free slot (always, under uniform load) means no pipeline.
       if (settings.loadFactor > 0 && !hasFreeSlot(pinned)) {
-        const spill = spillTarget(settings, sessionId, input);
+        const spill =
+          kv !== undefined
+            ? cachedSpillTarget(kv, hashSession(sessionId))
+            : spillTarget(settings, sessionId, input);
         if (spill !== undefined) {
           return {
             selection: { backend: spill, affinityHit: false, reason: "spill" },
@@ -166,10 +210,14 @@ export function decidePlacement<T extends SchedulingCandidate>(
   }
 
   const placement = hashSession(sessionId);
-  const winner =
+  let winner =
     settings.loadFactor > 0
       ? placeSession(settings, placement, { tier, sessionId, prefixKey: undefined, exclude }, input)
       : rendezvousWinner(placement, candidates, (c) => c.state === "up" && !exclude.has(c.id));
+  if (winner !== undefined && kv !== undefined) {
+    const moveMin = settings.kvMoveMinTokens ?? DEFAULT_KV_MOVE_MIN_TOKENS;
+    winner = betterHolder(kv, placement, winner, moveMin, false) ?? winner;
+  }
   if (winner === undefined) return { selection: undefined, effects: effects ?? NO_EFFECTS, outcome: "miss" };
   const bind: BindingEffect = { kind: "bind", sessionId, placement, backendId: winner.id, expiresAtMs };
   if (effects === undefined) effects = [bind];
@@ -253,6 +301,25 @@ function stateFor(
     nowMs,
     engineSignalMaxAgeMs: settings.engineSignalMaxAgeMs,
   });
+}
+
+/** The KV-event view of this decision, when an engine that may take it holds some of the prompt. */
+function kvContext<T extends SchedulingCandidate>(
+  settings: PlacementSettings,
+  input: PlacementInput<T>,
+): KvPlacementContext<T> | undefined {
+  const { cachedTokens, candidates, exclude } = input;
+  if (!anyCandidateHolds(cachedTokens, candidates, exclude)) return undefined;
+  return {
+    tier: input.tier,
+    sessionId: input.sessionId,
+    candidates,
+    exclude,
+    cachedTokens,
+    loadFactor: settings.loadFactor,
+    nowMs: input.nowMs,
+    engineSignalMaxAgeMs: settings.engineSignalMaxAgeMs,
+  };
 }
 
 function findById<T extends SchedulingCandidate>(candidates: readonly T[], id: string): T | undefined {

@@ -1,5 +1,7 @@
 // The placement service: looks the session's binding up, lets the pure decision place, applies its effects, records it.
 import type { Clock } from "../core/clock.js";
+import { cachedTokensOf } from "../kv-events/cached-tokens.js";
+import type { KvCacheView } from "../kv-events/kv-cache-view.js";
 import type { Balancer } from "./balancers.js";
 import type { BindingLookup, BindingStore } from "./binding-store.js";
 import {
@@ -41,6 +43,10 @@ export interface PlacementServiceOptions {
   engineSignalMaxAgeMs?: number;
   /** affinity.policy other than hrw: this policy places every request, sessions ignored (src/affinity/policies). */
   policy?: PlacementPolicy | undefined;
+  /** What engines publishing KV events hold (src/kv-events); placement by it when present. */
+  kvCache?: KvCacheView | undefined;
+  /** affinity.kv_events.move_min_tokens. */
+  kvMoveMinTokens?: number;
 }
 
 /** What a reload may change. */
@@ -53,6 +59,7 @@ export type SchedulerSettings = Pick<
   | "sessionless"
   | "policy"
   | "engineSignalMaxAgeMs"
+  | "kvMoveMinTokens"
 >;
 
 /** A session's binding as one lookup found it (undefined inside: never bound, or not read). */
@@ -70,8 +77,10 @@ export class PlacementService {
   private readonly recorder: AffinityRecorder;
   private settings: PlacementSettings;
   private rebalanceOnRecovery: boolean;
+  private readonly kvCache: KvCacheView | undefined;
 
   constructor(options: PlacementServiceOptions) {
+    this.kvCache = options.kvCache;
     this.store = options.store;
     this.clock = options.clock;
     this.recorder = options.recorder;
@@ -135,6 +144,11 @@ export class PlacementService {
           : await this.store.lookup(sessionId, this.clock.nowMs(), "route");
     }
     const nowMs = this.clock.nowMs();
+    const kv = this.kvCache;
+    const cachedTokens =
+      kv === undefined || kv.size === 0
+        ? undefined
+        : cachedTokensOf(kv, candidateIds(candidates), (size) => hints.kvPromptBlocks?.(size), sessionId);
     const decision = decidePlacement(settings, {
       sessionId,
       tier,
@@ -143,6 +157,7 @@ export class PlacementService {
       hints,
       binding: bound,
       nowMs,
+      cachedTokens,
     });
     if (decision.effects.length > 0) await this.store.apply(decision.effects, nowMs);
     if (decision.selection === undefined) return undefined;
@@ -152,7 +167,10 @@ export class PlacementService {
       this.recorder.miss(tier);
       if (decision.outcome === "spill") this.recorder.spill(tier);
     }
-    return decision.selection;
+    const expected = cachedTokens?.get(decision.selection.backend.id);
+    return expected === undefined
+      ? decision.selection
+      : { ...decision.selection, expectedCachedTokens: expected };
   }
 
   /** Every candidate in the session's rendezvous order, best first (for admin views and placement). */
@@ -206,6 +224,10 @@ export class PlacementService {
   }
 }
 
+function* candidateIds(candidates: readonly SchedulingCandidate[]): Iterable<string> {
+  for (const c of candidates) yield c.id;
+}
+
 /**
  * The decision's settings from the service's. A policy with the same settings as `previousPolicy` (a reload
  * that keeps it) stays the same object, keeping its index (its picture of the engines' caches).
@@ -222,5 +244,6 @@ function placementSettings(
     balancer: settings.balancer,
     policy: settings.policy?.key === previousPolicy?.key ? previousPolicy : settings.policy,
     engineSignalMaxAgeMs,
+    kvMoveMinTokens: settings.kvMoveMinTokens,
   };
 }

@@ -57,6 +57,18 @@ export function backendOf(entry: DiscoveryConfig, engine: DiscoveredEngine): Bac
     model: entry.model,
     max_inflight: entry.max_inflight,
     weight: entry.weight,
+    kv_events:
+      entry.kv_events === undefined
+        ? undefined
+        : {
+            endpoint: `tcp://${urlHost}:${entry.kv_events.port}`,
+            replay_endpoint:
+              entry.kv_events.replay_port === undefined
+                ? undefined
+                : `tcp://${urlHost}:${entry.kv_events.replay_port}`,
+            topic: entry.kv_events.topic,
+            max_blocks: entry.kv_events.max_blocks,
+          },
   };
 }
 

@@ -62,6 +62,32 @@ const simulateSchema = z.strictObject({
   parallel_tool_call_rate: z.number({ error: "must be a number from 0 to 1" }).min(0).max(1).optional(),
 });
 
+/**
+ * Where an engine publishes vLLM's KV events (its `--kv-events-config`), so placement knows what it holds
+ * (src/kv-events; docs/kv-events.md).
+ */
+export const backendKvEventsSchema = z.strictObject({
+  /** The engine's ZMQ PUB address as the gateway reaches it, e.g. `tcp://10.0.0.5:5557`. */
+  endpoint: z
+    .string({ error: "must be a ZMQ address (tcp://HOST:PORT or ipc://PATH)" })
+    .regex(/^(tcp:\/\/.+:\d+|ipc:\/\/.+)$/, {
+      error: "must be a ZMQ address (tcp://HOST:PORT or ipc://PATH)",
+    }),
+  /** Its replay ROUTER (vLLM's `replay_endpoint`): missed batches are fetched from it. */
+  replay_endpoint: z
+    .string({ error: "must be a ZMQ address (tcp://HOST:PORT or ipc://PATH)" })
+    .regex(/^(tcp:\/\/.+:\d+|ipc:\/\/.+)$/, {
+      error: "must be a ZMQ address (tcp://HOST:PORT or ipc://PATH)",
+    })
+    .optional(),
+  /** vLLM's `topic` (default ""). */
+  topic: z.string({ error: "must be a string" }).default(""),
+  /** Most blocks the gateway's index of this engine keeps (about the engine's KV capacity in blocks). */
+  max_blocks: positiveInt("a positive integer")
+    .max(50_000_000, { error: "must be at most 50000000" })
+    .default(1_000_000),
+});
+
 const backendSchema = z.strictObject({
   id: identifier("a backend id"),
   tier: identifier("a tier name"),
@@ -81,6 +107,7 @@ const backendSchema = z.strictObject({
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: "must be an environment variable name" })
     .optional(),
   simulate: simulateSchema.optional(),
+  kv_events: backendKvEventsSchema.optional(),
 });
 
 /** A client API key, stored as the SHA-256 of the key (hex), optionally tied to the agent it charges. */
@@ -386,6 +413,18 @@ const affinitySchema = z.strictObject({
   store: bindingStoreSchema,
   /** Route receipts: per turn, the cache it could reuse, what it did, and why the rest was lost (src/receipts). */
   receipts: receiptsSchema,
+  /** Placement by what engines that publish KV events hold (backends[].kv_events; docs/kv-events.md). */
+  kv_events: z
+    .strictObject({
+      /**
+       * A bound session moves off its engine when another engine (within the load bound, with a free slot) holds
+       * at least this many more tokens of its prompt: its engine evicted it and another has it.
+       */
+      move_min_tokens: positiveInt("a positive integer").default(2048),
+      /** How long a replay request to an engine may take before the gap counts as lost. */
+      replay_timeout_seconds: positiveNumber("a positive number").default(5),
+    })
+    .prefault({}),
 });
 
 /** The Responses API: which engine stores each response, so that `previous_response_id` finds it again. */

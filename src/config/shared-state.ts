@@ -104,6 +104,15 @@ const discoveryEntrySchema = z.strictObject({
     .default(10),
   /** DNS servers (`HOST:PORT`) to ask instead of the system's resolvers. */
   servers: z.array(z.string({ error: "must be HOST or HOST:PORT" }).min(1)).optional(),
+  /** Each engine found publishes vLLM's KV events on this port of its address (and replays on replay_port). */
+  kv_events: z
+    .strictObject({
+      port: z.number({ error: "must be a TCP port (1-65535)" }).int().min(1).max(65535),
+      replay_port: z.number({ error: "must be a TCP port (1-65535)" }).int().min(1).max(65535).optional(),
+      topic: z.string({ error: "must be a string" }).default(""),
+      max_blocks: positiveInt("a positive integer").max(50_000_000).default(1_000_000),
+    })
+    .optional(),
 });
 
 /** `discovery`: DNS names resolved into backends of a tier, besides the static `backends`. */

@@ -2,6 +2,7 @@
 //
 // Tensors are written one at a time, each produced by its `data` callback only when its turn comes, so a model
 // of any size is written with one tensor in memory at a time.
+import { ByteWriter } from "../core/byte-writer.js";
 import { GatewayError } from "../core/errors.js";
 import { open } from "node:fs/promises";
 import { GGML_TYPE, tensorBytes, type GgmlType } from "./ggml-types.js";
@@ -47,70 +48,15 @@ export interface GgufFile {
   tensors: readonly GgufTensor[];
 }
 
-/** Little-endian byte sink that grows as needed (for the header; tensor data goes to the file directly). */
-class ByteWriter {
-  private buffer = Buffer.alloc(1 << 16);
-  private length = 0;
-
-  private reserve(bytes: number): void {
-    if (this.length + bytes <= this.buffer.length) return;
-    const next = Buffer.alloc(Math.max(this.buffer.length * 2, this.length + bytes));
-    this.buffer.copy(next, 0, 0, this.length);
-    this.buffer = next;
-  }
-
-  u32(value: number): void {
-    this.reserve(4);
-    this.buffer.writeUInt32LE(value, this.length);
-    this.length += 4;
-  }
-
-  i32(value: number): void {
-    this.reserve(4);
-    this.buffer.writeInt32LE(value, this.length);
-    this.length += 4;
-  }
-
-  f32(value: number): void {
-    this.reserve(4);
-    this.buffer.writeFloatLE(value, this.length);
-    this.length += 4;
-  }
-
-  u64(value: bigint | number): void {
-    this.reserve(8);
-    this.buffer.writeBigUInt64LE(BigInt(value), this.length);
-    this.length += 8;
-  }
-
-  u8(value: number): void {
-    this.reserve(1);
-    this.buffer[this.length++] = value;
-  }
-
-  string(value: string): void {
-    const bytes = Buffer.from(value, "utf8");
-    this.u64(bytes.length);
-    this.reserve(bytes.length);
-    bytes.copy(this.buffer, this.length);
-    this.length += bytes.length;
-  }
-
-  padTo(alignment: number): void {
-    while (this.length % alignment !== 0) this.u8(0);
-  }
-
-  get size(): number {
-    return this.length;
-  }
-
-  bytes(): Buffer {
-    return this.buffer.subarray(0, this.length);
-  }
+/** A GGUF string: its UTF-8 length as a u64, then the bytes. */
+function writeString(out: ByteWriter, value: string): void {
+  const bytes = Buffer.from(value, "utf8");
+  out.u64(bytes.length);
+  out.append(bytes);
 }
 
 function writeValue(out: ByteWriter, key: string, entry: GgufValue): void {
-  out.string(key);
+  writeString(out, key);
   switch (entry.type) {
     case "uint32":
       out.u32(VALUE_TYPE.uint32);
@@ -134,13 +80,13 @@ function writeValue(out: ByteWriter, key: string, entry: GgufValue): void {
       return;
     case "string":
       out.u32(VALUE_TYPE.string);
-      out.string(entry.value);
+      writeString(out, entry.value);
       return;
     case "string[]":
       out.u32(VALUE_TYPE.array);
       out.u32(VALUE_TYPE.string);
       out.u64(entry.value.length);
-      for (const item of entry.value) out.string(item);
+      for (const item of entry.value) writeString(out, item);
       return;
     case "int32[]":
       out.u32(VALUE_TYPE.array);
@@ -161,7 +107,7 @@ export function encodeGgufHeader(file: GgufFile): { header: Buffer; offsets: num
   const metadata = new Map<string, GgufValue>(entries);
   metadata.set("general.alignment", { type: "uint32", value: GGUF_ALIGNMENT });
 
-  const out = new ByteWriter();
+  const out = new ByteWriter(1 << 16);
   out.u32(MAGIC);
   out.u32(VERSION);
   out.u64(file.tensors.length);
@@ -171,7 +117,7 @@ export function encodeGgufHeader(file: GgufFile): { header: Buffer; offsets: num
   const offsets: number[] = [];
   let offset = 0;
   for (const tensor of file.tensors) {
-    out.string(tensor.name);
+    writeString(out, tensor.name);
     out.u32(tensor.shape.length);
     for (const dim of tensor.shape) out.u64(dim);
     out.u32(GGML_TYPE[tensor.type]);

@@ -1,4 +1,5 @@
 // Backends going down, coming up, leaving and arriving: one way to retire a backend, whatever the cause.
+import { kvEventsBackendsOf } from "../kv-events/gateway-hooks.js";
 import type { Backend } from "../backends/backend.js";
 import type { BackendDrains } from "./backend-drain.js";
 import type { HealthChecker } from "../backends/health-checker.js";
@@ -61,7 +62,7 @@ export function watchBackendHealth(
 }
 
 export type BackendChangeDeps = RetireDeps &
-  Pick<GatewayParts, "registry" | "pools" | "metrics"> & {
+  Pick<GatewayParts, "registry" | "pools" | "metrics" | "kvCache"> & {
     /** Where removed backends drain (backend-drain.ts); without it they are cut at once. */
     readonly drains?: BackendDrains;
   };
@@ -95,6 +96,7 @@ export function applyBackends(
     changed.push(`removed backend ${backend.id} (its ${held} bindings broken)`);
   }
   health.configure(settings.probe);
+  deps.kvCache?.configure(kvEventsBackendsOf(settings.backends));
   for (const backend of deps.registry.all()) deps.slots.pump(backend);
   deps.metrics.initTiers(deps.registry.tiers());
   return changed;

@@ -1,4 +1,5 @@
 // What the gateway reads from a completion request body: only the fields routing needs, validated shallowly.
+import { LazyPromptBlocks, type PromptBlocks } from "../kv-events/prompt-blocks.js";
 import type { Hash64 } from "../affinity/hash.js";
 import { prefixKeyOf } from "../affinity/prefix-key.js";
 import { promptBytes, routingText } from "../affinity/policies/routing-text.js";
@@ -187,6 +188,7 @@ class ParsedCompletionRequest implements CompletionRequest {
   private lazyPrefixKey: Hash64 | null | undefined; // null: computed, and there is none
   private lazyRoutingText: string | undefined;
   private lazyPromptBytes: string | undefined;
+  private lazyKvBlocks: LazyPromptBlocks | undefined;
 
   constructor(
     readonly endpoint: Endpoint,
@@ -213,6 +215,11 @@ class ParsedCompletionRequest implements CompletionRequest {
 
   get promptBytes(): string {
     return (this.lazyPromptBytes ??= promptBytes(this.endpoint, this.body));
+  }
+
+  /** The prompt's KV blocks, for placement by engines' KV events (computed only when one publishes them). */
+  kvPromptBlocks(blockSizeTokens: number): PromptBlocks | undefined {
+    return (this.lazyKvBlocks ??= new LazyPromptBlocks(this.endpoint, this.body)).of(blockSizeTokens);
   }
 }
 

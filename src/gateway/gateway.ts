@@ -313,6 +313,7 @@ export class Gateway {
     await shutDown({ api: this.server, admin: this.adminServer }, this.requests, graceMs, async () => {
       this.cancelSweep();
       this.discovery.stop();
+      this.parts.kvCache?.close();
       await this.health.stop();
       await this.loadPoller.stop();
       await this.parts.pools.close();

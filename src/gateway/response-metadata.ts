@@ -43,6 +43,8 @@ export interface ReceiptFields {
   cached_tokens: number;
   lost_tokens: number;
   lost_cause: string;
+  /** What placement expected the engine to hold by its KV events; absent when it publishes none. */
+  expected_cached_tokens?: number | undefined;
 }
 
 /**
@@ -88,6 +90,8 @@ export function metadataHeaderList(meta: AgentServeMetadata, requestId: string):
       "x-agent-serve-lost-cause",
       receipt.lost_cause,
     );
+    if (receipt.expected_cached_tokens !== undefined)
+      list.push("x-agent-serve-expected-cached-tokens", String(receipt.expected_cached_tokens));
   }
   return list;
 }
@@ -130,7 +134,10 @@ export function withReceipt(
 export function receiptMembers(receipt: ReceiptFields): string {
   return (
     `"reusable_tokens":${receipt.reusable_tokens},"cached_tokens":${receipt.cached_tokens},` +
-    `"lost_tokens":${receipt.lost_tokens},"lost_cause":${json(receipt.lost_cause)}`
+    `"lost_tokens":${receipt.lost_tokens},"lost_cause":${json(receipt.lost_cause)}` +
+    (receipt.expected_cached_tokens === undefined
+      ? ""
+      : `,"expected_cached_tokens":${receipt.expected_cached_tokens}`)
   );
 }
 

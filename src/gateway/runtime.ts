@@ -1,5 +1,6 @@
 // A running gateway's parts: services built once at start, and the live snapshot (settings and what is built
 // from them) that a reload swaps whole. Handlers name the parts they use (Pick<GatewayParts, ...>).
+import type { KvCacheView } from "../kv-events/kv-cache-view.js";
 import type { Logger } from "pino";
 import type { ResponseOwnerStore } from "../affinity/response-owner-store.js";
 import type { PlacementService } from "../affinity/placement-service.js";
@@ -58,5 +59,7 @@ export interface GatewayParts {
   readonly bindings: BindingStore;
   /** Route receipts: each session's last turn, and the receipt of the next (src/receipts). */
   readonly receipts: TurnReceipts;
+  /** What engines publishing KV events hold (src/kv-events). */
+  readonly kvCache?: KvCacheView;
   readonly live: LiveCell;
 }

@@ -30,6 +30,8 @@ export interface SchedulerData {
   /** The balancer and placement policy the wiring builds (with the gateway's random source). */
   readonly balancer: BalancerName;
   readonly policy: PolicyConfig;
+  /** A bound session moves to an engine holding at least this many more of its prompt's tokens (KV events). */
+  readonly kvMoveMinTokens: number;
 }
 
 /** Settings derived once per config (load or reload), in the units the code uses; never changed in place. */
@@ -154,6 +156,7 @@ export function settingsFrom(
       engineSignalMaxAgeMs: engineIntervalMs > 0 ? 3 * engineIntervalMs : 0,
       balancer: affinity.balancer,
       policy: affinity,
+      kvMoveMinTokens: affinity.kv_events.move_min_tokens,
     },
     probe: {
       intervalMs: health.probe_interval_seconds * 1000,

@@ -1,4 +1,5 @@
 // Builds a gateway's services from its first settings snapshot: registry, stores, scheduler, slots, pools, metrics.
+import { createKvCacheView, kvEventsBackendsOf } from "../kv-events/gateway-hooks.js";
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { BackendSlots } from "../admission/backend-slots.js";
@@ -68,6 +69,7 @@ export function schedulerSettingsOf(settings: GatewaySettings, random: Random): 
     engineSignalMaxAgeMs: scheduler.engineSignalMaxAgeMs,
     balancer: createBalancer(scheduler.balancer, random),
     policy: createPolicy(scheduler.policy, random, scheduler.engineSignalMaxAgeMs),
+    kvMoveMinTokens: scheduler.kvMoveMinTokens,
   };
 }
 
@@ -146,11 +148,14 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     health: { up: () => undefined, error: () => metrics.budgetStore.error() },
   });
   const bindings = createBindingStore(settings, { table, metrics, logger: storeLog });
+  const kvCache = createKvCacheView(config, logger);
+  kvCache.configure(kvEventsBackendsOf(config.backends));
   const scheduler = new PlacementService({
     ...schedulerSettingsOf(settings, random),
     store: bindings,
     clock,
     recorder: metrics,
+    kvCache,
   });
   const pools = new UpstreamPools(settings.pools);
   const outcomes = new EngineOutcomes(registry, options.probeSoon);
@@ -175,6 +180,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     outcomes,
     recorder: attemptRecorder(metrics, outcomes),
     bindings,
+    kvCache,
     receipts: createTurnReceipts(config, {
       nowMs: () => clock.nowMs(),
       logger: storeLog,

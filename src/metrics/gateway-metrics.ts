@@ -231,6 +231,21 @@ export class GatewayMetrics implements AffinityRecorder {
     labelNames: ["outcome"] as const,
     registers: [this.registry],
   });
+  private readonly kvPredictionErrorRatio = new Histogram({
+    name: "agentserve_kv_prediction_error_ratio",
+    help:
+      "Per turn placed on an engine publishing KV events: |cached tokens the engine reported - tokens its events " +
+      "said it held| / prompt tokens",
+    labelNames: ["tier"] as const,
+    buckets: [0, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+  private readonly kvPredictionErrorTokens = new Counter({
+    name: "agentserve_kv_prediction_error_tokens_total",
+    help: "Prompt tokens the engines' KV events mispredicted, by direction (over: predicted more than cached)",
+    labelNames: ["tier", "direction"] as const,
+    registers: [this.registry],
+  });
   private readonly classifierDuration = new Histogram({
     name: "agentserve_classifier_duration_seconds",
     help: "Time the tier classifier's engine calls took (cache hits excluded)",
@@ -427,6 +442,20 @@ export class GatewayMetrics implements AffinityRecorder {
     counts.reusable.value += receipt.reusableTokens;
     counts.cached.value += receipt.cachedTokens;
     counts.lost.value += receipt.lostTokens;
+  }
+
+  /** A turn's KV-event prediction against the engine's reported cached tokens. */
+  kvPrediction(
+    tier: string,
+    expectedTokens: number,
+    usage: { promptTokens: number; cachedTokens: number },
+  ): void {
+    const error = expectedTokens - usage.cachedTokens;
+    if (error > 0) this.kvPredictionErrorTokens.labels(tier, "over").inc(error);
+    else if (error < 0) this.kvPredictionErrorTokens.labels(tier, "under").inc(-error);
+    this.kvPredictionErrorRatio
+      .labels(tier)
+      .observe(usage.promptTokens > 0 ? Math.abs(error) / usage.promptTokens : 0);
   }
 
   firstToken(tier: string, seconds: number): void {

@@ -22,6 +22,7 @@ export function describeReceipts(entry: SessionReceipts | undefined): Record<str
       cached_tokens: r.cachedTokens,
       lost_tokens: r.lostTokens,
       lost_cause: r.lostCause,
+      expected_cached_tokens: r.expectedCachedTokens,
     })),
   };
 }

@@ -47,6 +47,8 @@ export interface TurnPlacement {
   readonly backendId: string;
   readonly tier: string;
   readonly reason: string;
+  /** Tokens placement expected the engine to hold, by its KV events (absent: the engine publishes none). */
+  readonly expectedCachedTokens?: number | undefined;
 }
 
 export interface Receipt {
@@ -55,6 +57,8 @@ export interface Receipt {
   /** reusable - cached, never negative (an engine may reuse more: a prefix shared with other sessions). */
   readonly lostTokens: number;
   readonly lostCause: LostCause;
+  /** The prediction from the engine's KV events (placement's), when it publishes them. */
+  readonly expectedCachedTokens?: number | undefined;
   readonly backendId: string;
   readonly tier: string;
   readonly atMs: number;
@@ -114,6 +118,7 @@ export function receiptOf(
     cachedTokens,
     lostTokens,
     lostCause,
+    expectedCachedTokens: placement.expectedCachedTokens,
     backendId: placement.backendId,
     tier: placement.tier,
     atMs: nowMs,

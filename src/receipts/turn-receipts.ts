@@ -162,11 +162,17 @@ export function receiptFields(receipt: Receipt): ReceiptFields {
     cached_tokens: receipt.cachedTokens,
     lost_tokens: receipt.lostTokens,
     lost_cause: receipt.lostCause,
+    expected_cached_tokens: receipt.expectedCachedTokens,
   };
 }
 
 function samePlacement(a: TurnPlacement, b: TurnPlacement): boolean {
-  return a.backendId === b.backendId && a.tier === b.tier && a.reason === b.reason;
+  return (
+    a.backendId === b.backendId &&
+    a.tier === b.tier &&
+    a.reason === b.reason &&
+    a.expectedCachedTokens === b.expectedCachedTokens
+  );
 }
 
 function sameUsage(a: ReceiptUsage, b: ReceiptUsage): boolean {

@@ -21,7 +21,11 @@ export class BlockPool {
   /** Cached blocks dropped to make room, since the pool was built. */
   evictedBlocks = 0;
 
-  constructor(capacityBlocks: number) {
+  /** `onEvict` hears of each cached block taken for new contents (the KV-event recorder). */
+  constructor(
+    capacityBlocks: number,
+    private readonly onEvict?: (blockId: number) => void,
+  ) {
     if (!Number.isInteger(capacityBlocks) || capacityBlocks < 1) {
       throw new RangeError(`KV capacity must be a positive whole number of blocks (got ${capacityBlocks})`);
     }
@@ -73,6 +77,7 @@ export class BlockPool {
       if (this.blockByKey.get(key) === blockId) this.blockByKey.delete(key);
       this.keys[blockId] = Number.NaN;
       this.evictedBlocks += 1;
+      this.onEvict?.(blockId);
     }
     this.refCounts[blockId] = 1;
     return blockId;
@@ -94,6 +99,17 @@ export class BlockPool {
     this.keys[blockId] = key;
     // A concurrent request may have computed the same contents first; the index keeps that one.
     if (!this.blockByKey.has(key)) this.blockByKey.set(key, blockId);
+  }
+
+  /**
+   * Drops every cached block's contents (vLLM's reset_prefix_cache). Refused, changing nothing, while a running
+   * request holds blocks, as vLLM refuses it.
+   */
+  resetPrefixCache(): boolean {
+    if (this.freeCount < this.capacityBlocks) return false;
+    this.keys.fill(Number.NaN);
+    this.blockByKey.clear();
+    return true;
   }
 
   private pushTail(blockId: number): void {

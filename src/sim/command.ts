@@ -9,6 +9,13 @@ import { startSimEngine, type SimEngineOptions } from "./index.js";
 import { PROFILE_NAMES, PROFILES } from "./profiles.js";
 import { isToolTypeSupport, TOOL_TYPE_SUPPORTS } from "./responses-tools.js";
 import { loadScript, type SimScript } from "./script.js";
+import { KV_EVENT_ENCODINGS, type KvEventEncoding } from "../kv-events/wire.js";
+import { parseKvEventsConfig } from "./kv-events-config.js";
+import {
+  PREFIX_CACHING_HASH_ALGOS,
+  UNSUPPORTED_HASH_ALGOS,
+  type PrefixCachingHashAlgo,
+} from "./vllm-block-hash.js";
 
 const HELP = `usage: agent-serve sim [flags]
 
@@ -39,6 +46,13 @@ flags:
                                turn where it stands, as vLLM 0.24 to 0.25.1) | refuse (400, as vLLM before 0.24)
   --script FILE                scripted mode: replies follow the conversations of this YAML or JSON file (tool calls
                                and text, turn by turn), to drive a real coding agent through a known trajectory
+  --kv-events-config JSON      vLLM's flag: publish KV events over ZMQ, e.g. '{"enable_kv_cache_events":true,
+                               "publisher":"zmq","endpoint":"tcp://*:5557","topic":"kv-events"}' (keys: endpoint,
+                               replay_endpoint, buffer_steps, hwm, max_queue_size, topic; a tcp port 0 binds an
+                               OS-assigned port). Block hashes use PYTHONHASHSEED from the environment as vLLM does
+  --kv-events-encoding KIND    events as maps with a "type" key (map: vLLM 0.26, default) or positional arrays
+                               (array: vLLM before May 2026)
+  --prefix-caching-hash-algo A block hash of the KV events: ${PREFIX_CACHING_HASH_ALGOS.join(", ")} (default sha256)
   --fault SPEC                 inject a fault: none | die | hang | slow:MS | error_rate:RATE[:STATUS] | cut_stream:N
   --fault-delay-ms N           apply --fault N ms after listening instead of at once (e.g. die after 5000)
   -h, --help                   show this help
@@ -72,7 +86,7 @@ function rate(value: string | undefined, flag: string): number | undefined {
 }
 
 /** Parses the command's flags; throws UsageError on anything malformed. */
-export function parseSimArgs(argv: string[]): SimCommandOptions {
+export function parseSimArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): SimCommandOptions {
   let values: Record<string, string | undefined>;
   try {
     ({ values } = parseArgs({
@@ -98,6 +112,9 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
         script: { type: "string" },
         fault: { type: "string" },
         "fault-delay-ms": { type: "string" },
+        "kv-events-config": { type: "string" },
+        "kv-events-encoding": { type: "string" },
+        "prefix-caching-hash-algo": { type: "string" },
       },
     }));
   } catch (err) {
@@ -145,6 +162,7 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
       throw new UsageError(`--script: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
+  const kvEvents = parseKvEventFlags(values, env);
   const port = integer(values["port"], "port", 0) ?? SIM_DEFAULTS.cliPort;
   if (port > 65_535) throw new UsageError(`--port must be at most 65535 (got ${port})`);
 
@@ -166,9 +184,45 @@ export function parseSimArgs(argv: string[]): SimCommandOptions {
       toolTypes,
       systemMessages,
       script,
+      kvEvents,
     },
     fault,
     faultDelayMs,
+  };
+}
+
+/** --kv-events-config and its companions; undefined when events stay off. */
+function parseKvEventFlags(
+  values: Record<string, string | undefined>,
+  env: NodeJS.ProcessEnv,
+): SimEngineOptions["kvEvents"] {
+  const encoding = values["kv-events-encoding"];
+  if (encoding !== undefined && !(KV_EVENT_ENCODINGS as readonly string[]).includes(encoding)) {
+    throw new UsageError(
+      `unknown --kv-events-encoding '${encoding}' (known: ${KV_EVENT_ENCODINGS.join(", ")})`,
+    );
+  }
+  const algo = values["prefix-caching-hash-algo"];
+  if (algo !== undefined && !(PREFIX_CACHING_HASH_ALGOS as readonly string[]).includes(algo)) {
+    const why = (UNSUPPORTED_HASH_ALGOS as readonly string[]).includes(algo)
+      ? "vLLM's xxh3-128 hashes are not computed by the simulator"
+      : `known: ${PREFIX_CACHING_HASH_ALGOS.join(", ")}`;
+    throw new UsageError(`--prefix-caching-hash-algo '${algo}' is not supported (${why})`);
+  }
+  const json = values["kv-events-config"];
+  if (json === undefined) return undefined;
+  let config;
+  try {
+    config = parseKvEventsConfig(json);
+  } catch (err) {
+    throw new UsageError(`--kv-events-config: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (config === undefined) return undefined;
+  return {
+    config,
+    encoding: encoding as KvEventEncoding | undefined,
+    hashAlgo: algo as PrefixCachingHashAlgo | undefined,
+    pythonHashSeed: env["PYTHONHASHSEED"],
   };
 }
 
@@ -192,6 +246,13 @@ export const simCommand: Command = {
       `agent-serve sim: listening on ${handle.url} (profile ${handle.profile.name}, model ${handle.model}, ` +
         `time-scale ${options.engine.timeScale ?? SIM_DEFAULTS.timeScale})\n`,
     );
+    if (handle.kvEvents !== undefined) {
+      const replay = handle.kvEvents.replayEndpoint;
+      process.stdout.write(
+        `agent-serve sim: KV events on ${handle.kvEvents.endpoint}` +
+          `${replay === undefined ? "" : ` (replay ${replay})`}, ${handle.kvEvents.encoding} encoding\n`,
+      );
+    }
     reportReady(handle.url);
     let faultTimer: NodeJS.Timeout | undefined;
     const delayedFault = options.faultDelayMs > 0 ? options.fault : undefined;

@@ -1,5 +1,5 @@
 // Reads a request body as JSON, with a size cap, turning malformed input into vLLM-style 400 errors.
-import type { IncomingMessage } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { badRequest } from "./errors.js";
 
 export function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<unknown> {
@@ -33,4 +33,18 @@ export function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<un
       reject(err);
     });
   });
+}
+
+/**
+ * The session a request carries, as vLLM reads it: the body's `session_id`, else the X-Session-ID header. It is
+ * echoed on the request's KV events and never changes placement or caching.
+ */
+export function requestSessionId(headers: IncomingHttpHeaders, body: unknown): string | undefined {
+  if (typeof body === "object" && body !== null) {
+    const value = (body as Record<string, unknown>)["session_id"];
+    if (typeof value === "string" && value.length > 0) return value;
+  }
+  const header = headers["x-session-id"];
+  const value = Array.isArray(header) ? header[0] : header;
+  return value === undefined || value.length === 0 ? undefined : value;
 }

@@ -4,6 +4,11 @@ import { systemClock, type Clock } from "../core/clock.js";
 import { SeededRandom } from "../core/random.js";
 import { SIM_DEFAULTS } from "./defaults.js";
 import { EngineLoop } from "./engine-loop.js";
+import type { KvEventEncoding } from "../kv-events/wire.js";
+import { KvEventPublisher } from "./kv-event-publisher.js";
+import { KvEventRecorder } from "./kv-event-recorder.js";
+import type { KvEventsConfig } from "./kv-events-config.js";
+import { VllmBlockHasher, type PrefixCachingHashAlgo } from "./vllm-block-hash.js";
 import type { SimFault } from "./faults.js";
 import { SimMetrics } from "./metrics.js";
 import { getProfile, type SimProfile } from "./profiles.js";
@@ -64,6 +69,28 @@ export interface SimEngineOptions {
   onDie?: () => void;
   /** Wall clock the simulated time is derived from (tests may inject one; default the system clock). */
   wallClock?: Clock;
+  /** vLLM's `--kv-events-config`: publish KV events over ZMQ (default off). */
+  kvEvents?: SimKvEventsOptions;
+}
+
+export interface SimKvEventsOptions {
+  readonly config: KvEventsConfig;
+  /** "map" (vLLM 0.26, the default) or "array" (vLLM before the May 2026 change). */
+  readonly encoding?: KvEventEncoding;
+  /** vLLM's `--prefix-caching-hash-algo` (default sha256). */
+  readonly hashAlgo?: PrefixCachingHashAlgo;
+  /** vLLM reads PYTHONHASHSEED; unset: NONE_HASH is random per engine, as in vLLM. */
+  readonly pythonHashSeed?: string | undefined;
+}
+
+/** Where an engine publishes its KV events (what a gateway subscribes to). */
+export interface SimKvEventsInfo {
+  readonly endpoint: string;
+  readonly replayEndpoint: string | undefined;
+  readonly topic: string;
+  readonly encoding: KvEventEncoding;
+  readonly hashAlgo: PrefixCachingHashAlgo;
+  readonly blockSizeTokens: number;
 }
 
 export interface SimEngineStats {
@@ -109,6 +136,10 @@ export interface SimEngineHandle {
   setFault(fault: SimFault): void;
   fault(): SimFault;
   stats(): SimEngineStats;
+  /** Where KV events are published; undefined when they are off. */
+  readonly kvEvents: SimKvEventsInfo | undefined;
+  /** vLLM's reset_prefix_cache: false while blocks are in use (nothing changes then). */
+  resetPrefixCache(): boolean;
 }
 
 function urlHost(host: string): string {
@@ -124,10 +155,45 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
   const kvCapacityBlocks = options.kvCapacityBlocks ?? profile.kvCapacityBlocks;
   const maxModelLen = options.maxModelLen ?? profile.maxModelLen;
 
-  const timeline = new SimTimeline(
-    options.wallClock ?? systemClock,
-    options.timeScale ?? SIM_DEFAULTS.timeScale,
-  );
+  const wallClock = options.wallClock ?? systemClock;
+  const timeline = new SimTimeline(wallClock, options.timeScale ?? SIM_DEFAULTS.timeScale);
+  const events = options.kvEvents;
+  const recorder =
+    events === undefined
+      ? undefined
+      : new KvEventRecorder(
+          new VllmBlockHasher({ algo: events.hashAlgo ?? "sha256", pythonHashSeed: events.pythonHashSeed }),
+          SIM_DEFAULTS.blockSizeTokens,
+          kvCapacityBlocks,
+        );
+  const publisher =
+    events === undefined
+      ? undefined
+      : await KvEventPublisher.start({
+          config: events.config,
+          encoding: events.encoding ?? "map",
+          clock: wallClock,
+          onError: (err) => process.emitWarning(`sim KV-event publisher failed: ${String(err)}`),
+        });
+  const publishEvents = (): void => {
+    if (recorder !== undefined) publisher?.publish(recorder.take());
+  };
+  const kvEventsInfo: SimKvEventsInfo | undefined =
+    publisher === undefined || events === undefined
+      ? undefined
+      : {
+          endpoint: publisher.endpoint,
+          replayEndpoint: publisher.replayEndpoint,
+          topic: events.config.topic,
+          encoding: events.encoding ?? "map",
+          hashAlgo: events.hashAlgo ?? "sha256",
+          blockSizeTokens: SIM_DEFAULTS.blockSizeTokens,
+        };
+  const resetPrefixCache = (): boolean => {
+    const done = scheduler.kv.resetPrefixCache();
+    publishEvents();
+    return done;
+  };
   const scheduler = new Scheduler(
     {
       maxNumSeqs: options.maxNumSeqs ?? profile.maxNumSeqs,
@@ -137,6 +203,7 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
       cost: profile.cost,
     },
     timeline,
+    recorder,
   );
   const metrics = new SimMetrics({
     model,
@@ -146,6 +213,7 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
     scheduler,
   });
   const loop = new EngineLoop(scheduler, timeline, {
+    onStep: publishEvents,
     onFinish: (request) => metrics.observeFinished(request),
     onListenerError: (err) => process.emitWarning(`sim engine listener failed: ${String(err)}`),
   });
@@ -167,9 +235,17 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
     systemMessages: options.systemMessages,
     script: options.script,
     onDie: options.onDie,
+    kvEvents: () => kvEventsInfo ?? { enabled: false },
+    resetPrefixCache: () => resetPrefixCache(),
   });
   if (options.fault && options.fault.kind !== "die") server.setFault(options.fault);
-  const port = await server.listen(host, options.port ?? SIM_DEFAULTS.port);
+  let port: number;
+  try {
+    port = await server.listen(host, options.port ?? SIM_DEFAULTS.port);
+  } catch (err) {
+    publisher?.close();
+    throw err;
+  }
   if (options.fault?.kind === "die") server.setFault(options.fault);
 
   return {
@@ -177,7 +253,12 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
     port,
     model,
     profile,
-    close: () => server.close(),
+    close: async () => {
+      await server.close();
+      publisher?.close();
+    },
+    kvEvents: kvEventsInfo,
+    resetPrefixCache,
     setFault: (fault) => server.setFault(fault),
     fault: () => server.currentFault,
     stats: () => {

@@ -1,16 +1,19 @@
 // Per-request KV bookkeeping over the block pool: prefix lookup, slot allocation, caching full blocks, freeing.
 import { hashBlock } from "./block-hash.js";
 import { BlockPool } from "./block-pool.js";
+import type { KvEventRecorder } from "./kv-event-recorder.js";
 import type { EngineRequest } from "./request.js";
 
 export class KvCacheManager {
   readonly pool: BlockPool;
 
+  /** `events`: records vLLM's KV events of this cache (only when the engine publishes them). */
   constructor(
     capacityBlocks: number,
     readonly blockSizeTokens: number,
+    readonly events?: KvEventRecorder,
   ) {
-    this.pool = new BlockPool(capacityBlocks);
+    this.pool = new BlockPool(capacityBlocks, events ? (blockId) => events.blockEvicted(blockId) : undefined);
   }
 
   /** Extends the request's key chain over every full block of its known tokens. */
@@ -69,7 +72,15 @@ export class KvCacheManager {
     for (let index = request.numCachedBlocks; index < fullBlocks; index++) {
       this.pool.register(request.blockIds[index] as number, request.blockHashes[index] as number);
     }
+    this.events?.blocksStored(request, request.numCachedBlocks, fullBlocks);
     request.numCachedBlocks = fullBlocks;
+  }
+
+  /** vLLM's reset_prefix_cache: false (nothing changed) while blocks are in use. */
+  resetPrefixCache(): boolean {
+    if (!this.pool.resetPrefixCache()) return false;
+    this.events?.allCleared();
+    return true;
   }
 
   /** Unpins the request's blocks; tail blocks go first in the free queue, so they are evicted before the prefix. */

@@ -26,6 +26,8 @@ export interface ReplyPlanInput {
   /** Distinguishes the n choices of one request. */
   choiceIndex: number;
   cacheSalt?: string;
+  /** The session the request carried (echoed on its KV events). */
+  sessionId?: string | undefined;
   /**
    * Text the reply must be (a tool call, structured output): its natural length ends it with end-of-turn, and
    * max_tokens only cuts it short. Without it the reply is pseudo-text.
@@ -63,6 +65,8 @@ export function createEngineRequest(input: ReplyPlanInput): EngineRequest {
       finishReason: length === left ? "stop" : "length",
       generator: skip === 0 ? script : new SkippedReply(script, skip),
       rootHash,
+      cacheSalt: input.cacheSalt,
+      sessionId: input.sessionId,
     });
   }
   // The natural length is drawn even when it is not used, so the reply's text depends on the prompt and the seed
@@ -81,6 +85,8 @@ export function createEngineRequest(input: ReplyPlanInput): EngineRequest {
     finishReason,
     generator: skip === 0 ? generator : new SkippedReply(generator, skip),
     rootHash,
+    cacheSalt: input.cacheSalt,
+    sessionId: input.sessionId,
   });
 }
 

@@ -15,6 +15,10 @@ export interface EngineRequestInit {
   generator: ReplySource;
   /** Parent key of the first block (vLLM's cache_salt); ROOT_BLOCK_HASH when unsalted. */
   rootHash?: number;
+  /** vLLM's cache_salt, hashed into the first block's extra keys (KV events). */
+  cacheSalt?: string | undefined;
+  /** The session the request carried (body `session_id` or X-Session-ID), echoed on its BlockStored events. */
+  sessionId?: string | undefined;
 }
 
 export class EngineRequest {
@@ -24,6 +28,8 @@ export class EngineRequest {
   readonly plannedFinishReason: "stop" | "length";
   readonly rootHash: number;
   readonly generator: ReplySource;
+  readonly cacheSalt: string | undefined;
+  readonly sessionId: string | undefined;
   /** Prompt ids followed by every reply id sampled so far. */
   readonly tokens: number[];
   /** Text of each reply token, in order ("" for end-of-turn). */
@@ -40,6 +46,8 @@ export class EngineRequest {
   readonly blockIds: number[] = [];
   /** Keys of the request's full blocks, computed lazily as tokens become known. */
   readonly blockHashes: number[] = [];
+  /** vLLM's digests of the full blocks, computed only when the engine publishes KV events. */
+  readonly vllmBlockDigests: Uint8Array[] = [];
   /** How many of blockIds already carry their key in the cache. */
   numCachedBlocks = 0;
 
@@ -58,6 +66,8 @@ export class EngineRequest {
     this.plannedFinishReason = init.finishReason;
     this.generator = init.generator;
     this.rootHash = init.rootHash ?? ROOT_BLOCK_HASH;
+    this.cacheSalt = init.cacheSalt;
+    this.sessionId = init.sessionId;
   }
 
   get numOutputTokens(): number {

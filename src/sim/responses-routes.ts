@@ -8,7 +8,7 @@ import { SIM_DEFAULTS } from "./defaults.js";
 import type { EngineLoop } from "./engine-loop.js";
 import { checkServedModel, sendRouteError, SimRequestError } from "./errors.js";
 import type { ResponseHost } from "./generation-response.js";
-import { readJsonBody } from "./http-body.js";
+import { readJsonBody, requestSessionId } from "./http-body.js";
 import type { SimProfile } from "./profiles.js";
 import { planChatReply } from "./reply-plan.js";
 import { createEngineRequest } from "./request-factory.js";
@@ -78,10 +78,9 @@ export class ResponsesApi {
   }
 
   private async create(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const request = parseResponsesRequest(
-      await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes),
-      this.deps.toolTypes,
-    );
+    const body = await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes);
+    const request = parseResponsesRequest(body, this.deps.toolTypes);
+    const sessionId = requestSessionId(req.headers, body);
     checkServedModel(request.model, this.deps.model);
     let history: readonly ChatMessage[] = [];
     if (request.previousResponseId !== undefined) {
@@ -129,6 +128,7 @@ export class ResponsesApi {
       seed,
       choiceIndex: 0,
       cacheSalt: request.cacheSalt,
+      sessionId,
       ignoreEos: request.ignoreEos,
       scriptedText: script?.text,
     });

@@ -8,6 +8,7 @@ import { GatewayError } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";
 import { addDecode, addPrefillChunk, emptyStepWork, stepDurationMs, type StepWork } from "./cost-model.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
+import type { KvEventRecorder } from "./kv-event-recorder.js";
 import type { CostModel } from "./profiles.js";
 import type { EngineRequest } from "./request.js";
 
@@ -75,10 +76,11 @@ export class Scheduler {
   constructor(
     readonly config: SchedulerConfig,
     private readonly clock: Clock,
+    kvEvents?: KvEventRecorder,
   ) {
     if (config.maxNumSeqs < 1) throw new RangeError("maxNumSeqs must be at least 1");
     if (config.maxNumBatchedTokens < 1) throw new RangeError("maxNumBatchedTokens must be at least 1");
-    this.kv = new KvCacheManager(config.kvCapacityBlocks, config.blockSizeTokens);
+    this.kv = new KvCacheManager(config.kvCapacityBlocks, config.blockSizeTokens, kvEvents);
   }
 
   get numRunning(): number {

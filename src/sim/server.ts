@@ -19,7 +19,7 @@ import {
 } from "./errors.js";
 import { HEALTHY, parseFault, shouldInjectError, type SimFault } from "./faults.js";
 import { GenerationResponse, type ResponseHost, type ResponseOutcome } from "./generation-response.js";
-import { readJsonBody } from "./http-body.js";
+import { readJsonBody, requestSessionId } from "./http-body.js";
 import type { SimMetrics } from "./metrics.js";
 import { answerInfoRoute, type InfoSource } from "./info-routes.js";
 import { parseMessagesRequest, promptTools, type SystemMessagesMode } from "./messages-request.js";
@@ -56,6 +56,10 @@ export interface SimServerDeps {
   script?: SimScript;
   /** Called once the engine has died from a `die` fault (the CLI exits the process here). */
   onDie?: () => void;
+  /** Where KV events are published (GET /sim/kv-events announces it); undefined when they are off. */
+  kvEvents?: () => unknown;
+  /** vLLM's POST /reset_prefix_cache: false while blocks are in use. */
+  resetPrefixCache?: () => boolean;
 }
 
 /** What the server has seen, as the handle's stats() reports it. */
@@ -94,6 +98,8 @@ const ROUTES = new Map<string, readonly string[]>([
   ["/v1/completions", ["POST"]],
   ["/sim/fault", ["GET", "POST"]],
   ["/sim/stats", ["GET"]],
+  ["/sim/kv-events", ["GET"]],
+  ["/reset_prefix_cache", ["POST"]],
 ]);
 
 function nowSeconds(): number {
@@ -234,6 +240,20 @@ export class SimServer {
     if (this.fault.kind === "hang") return;
     const fail = (err: unknown): void => this.fail(res, err);
     if (answerInfoRoute(path, res, this.info, fail)) return;
+    if (path === "/reset_prefix_cache") {
+      if (this.deps.resetPrefixCache?.() ?? false) {
+        res.writeHead(200, { "content-length": 0 });
+        res.end();
+      } else
+        fail(
+          new SimRequestError(
+            "Failed to reset the prefix cache: blocks are in use",
+            503,
+            "ServiceUnavailableError",
+          ),
+        );
+      return;
+    }
     switch (path) {
       case "/v1/chat/completions":
         this.handleGenerate(req, res, "chat").catch((err: unknown) => this.fail(res, err));
@@ -257,6 +277,7 @@ export class SimServer {
 
   private async handleControl(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (path === "/sim/stats") return writeJson(res, 200, this.counters);
+    if (path === "/sim/kv-events") return writeJson(res, 200, this.deps.kvEvents?.() ?? { enabled: false });
     if (req.method === "GET") return writeJson(res, 200, this.fault);
     const body = await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes);
     let fault: SimFault;
@@ -283,6 +304,7 @@ export class SimServer {
   ): Promise<void> {
     this.counters.requestsReceived += 1;
     const body = await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes);
+    const sessionId = requestSessionId(req.headers, body);
     const request: GenerateRequest =
       endpoint === "chat" ? parseChatRequest(body) : parseCompletionRequest(body);
     checkServedModel(request.model, this.deps.model);
@@ -294,18 +316,15 @@ export class SimServer {
       if (res.destroyed) this.counters.requestsAborted += 1;
     }
     if (this.fault.kind === "hang" || this.dead || res.destroyed) return;
-    this.start(request, prompts, res, endpoint);
+    this.start(request, prompts, res, endpoint, sessionId);
   }
 
   /** The Anthropic Messages API, on the same engine path as chat: the request becomes chat turns. */
   private async handleMessages(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const countOnly = path.endsWith("/count_tokens");
     if (!countOnly) this.counters.requestsReceived += 1;
-    const request = parseMessagesRequest(
-      await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes),
-      countOnly,
-      this.deps.systemMessages,
-    );
+    const body = await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes);
+    const request = parseMessagesRequest(body, countOnly, this.deps.systemMessages);
     checkServedModel(request.model, this.deps.model);
     // A trailing assistant message is a prefill (Anthropic's rule): the reply goes on from it.
     const prefilled = request.messages[request.messages.length - 1]?.role === "assistant";
@@ -349,6 +368,7 @@ export class SimServer {
       seed,
       choiceIndex: 0,
       cacheSalt: undefined,
+      sessionId: requestSessionId(req.headers, body),
       ignoreEos: request.ignoreEos,
       scriptedText: script?.text,
     });
@@ -440,6 +460,7 @@ export class SimServer {
     prompts: number[][],
     res: ServerResponse,
     endpoint: "chat" | "completion",
+    sessionId: string | undefined,
   ): void {
     const id = `${endpoint === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`;
     const choices: EngineRequest[] = [];
@@ -481,6 +502,7 @@ export class SimServer {
             seed,
             choiceIndex: sample,
             cacheSalt: request.cacheSalt,
+            sessionId,
             ignoreEos: request.ignoreEos,
             scriptedText: script?.text,
             continued,

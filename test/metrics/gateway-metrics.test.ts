@@ -89,6 +89,8 @@ describe("GatewayMetrics: the contract names", () => {
       agentserve_flow_served_tokens_total: "counter",
       agentserve_flow_fairness_index: "gauge",
       agentserve_flows_active: "gauge",
+      agentserve_kv_prediction_error_ratio: "histogram",
+      agentserve_kv_prediction_error_tokens_total: "counter",
       agentserve_backend_running_requests: "gauge",
       agentserve_backend_waiting_requests: "gauge",
       agentserve_backend_kv_cache_usage_ratio: "gauge",

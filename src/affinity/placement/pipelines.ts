@@ -4,6 +4,7 @@ import { eligibleFilter } from "./filter-eligible.js";
 import { freeSlotFilter } from "./filter-free-slot.js";
 import { maxScorePicker } from "./pick-max-score.js";
 import { freeSlotScorer } from "./score-free-slot.js";
+import { kvPrefixScorer } from "./score-kv-prefix.js";
 import { rendezvousScorer } from "./score-rendezvous.js";
 import type { Pipeline } from "./types.js";
 
@@ -35,5 +36,28 @@ export const sessionPlacementPipeline: Pipeline = {
 export const spillPipeline: Pipeline = {
   filters: [eligibleFilter, freeSlotFilter, boundedLoadFilter],
   scorers: byRendezvous,
+  picker: maxScorePicker,
+};
+
+/**
+ * The prompt's cached prefix first, the ranking only among engines holding as much (its tiny weight breaks
+ * ties and nothing else): where engines publish KV events and one of them holds some of the prompt.
+ */
+const byCachedPrefix = [
+  { scorer: kvPrefixScorer, weight: 1 },
+  { scorer: rendezvousScorer, weight: 1e-6 },
+] as const;
+
+/** Where a request goes by what engines hold: the longest cached prefix within the load bound. */
+export const kvPrefixPipeline: Pipeline = {
+  filters: [eligibleFilter, boundedLoadFilter],
+  scorers: byCachedPrefix,
+  picker: maxScorePicker,
+};
+
+/** A spill by what engines hold: the engine free now and within the bound that holds most of the prompt. */
+export const kvSpillPipeline: Pipeline = {
+  filters: [eligibleFilter, freeSlotFilter, boundedLoadFilter],
+  scorers: byCachedPrefix,
   picker: maxScorePicker,
 };

@@ -39,6 +39,8 @@ export interface PlacementRequest {
   readonly prefixKey: Hash64 | undefined;
   /** Backends that already failed this request. */
   readonly exclude: ReadonlySet<string>;
+  /** Tokens of the prompt each engine that publishes KV events holds (absent: no such engine, or not asked). */
+  readonly cachedTokens?: ReadonlyMap<string, number> | undefined;
 }
 
 /**

@@ -1,0 +1,177 @@
+// What one engine holds in its prefix cache, rebuilt from its KV events: a bounded index of content keys.
+//
+// Like llm-d's indexer, the index never needs the engine's own hash seed: each stored block gets a content key
+// computed here from the event's token ids, chained from its parent's key (src/sim/block-hash.ts, the same fast
+// 53-bit chain the simulator's pool uses), and the engine's hash is only remembered to find the parent of a later
+// event and to apply removals. A prompt is then matched by computing the same keys over its token ids.
+// vLLM does not deduplicate physical blocks, so a hash may be stored twice and removed twice: copies are counted.
+// Engine hashes are kept by their low 52 bits (a plain number, exact in a double): two different hashes that
+// agree there (about 1e-4 odds over a million blocks) would share an entry.
+// Bounded: past `maxBlocks` entries the oldest-stored keys are dropped first (the engine evicts least recently
+// used blocks, and a block stored long ago and never stored again is the likeliest to be gone).
+import { hashBlock, ROOT_BLOCK_HASH, saltRootHash } from "../sim/block-hash.js";
+import type { BlockRemoved, BlockStored } from "./wire.js";
+
+const LOW_52_BITS = (1n << 52n) - 1n;
+
+/** An engine hash as this index keys it. */
+export function engineHashKey(hash: bigint): number {
+  return Number(hash & LOW_52_BITS);
+}
+
+/** The content key's root for a first block with these extra keys (cache_salt, LoRA): unsalted blocks share one. */
+export function rootKeyOf(extraKeys: readonly unknown[] | null | undefined): number {
+  if (extraKeys === null || extraKeys === undefined || extraKeys.length === 0) return ROOT_BLOCK_HASH;
+  return saltRootHash(JSON.stringify(extraKeys));
+}
+
+export interface EngineIndexStats {
+  /** Distinct engine hashes held. */
+  readonly blocks: number;
+  /** Blocks stored whose parent this index did not know (an event missed): keyed from the root, unmatched. */
+  readonly orphanStores: number;
+  /** Entries dropped by the bound. */
+  readonly droppedBlocks: number;
+}
+
+export class EngineIndex {
+  /**
+   * Engine hash (low 52 bits) -> the content key of its block; insertion order is store order (the bound drops
+   * from the front). A plain number value, no object per block: about 40% less memory.
+   */
+  private readonly byEngineHash = new Map<number, number>();
+  /** Engine hashes stored more than once and not yet removed as often: copies beyond the first. */
+  private readonly extraCopies = new Map<number, number>();
+  /** Content key -> how many engine hashes currently name it (normally 1). */
+  private readonly contentKeys = new Map<number, number>();
+  /** Session id -> content keys its requests stored, in chain order (bounded with the sessions map). */
+  private readonly sessions = new Map<string, number[]>();
+  private orphanStores = 0;
+  private droppedBlocks = 0;
+  /** The engine's block size, learned from its events (0 until the first BlockStored). */
+  blockSizeTokens = 0;
+
+  constructor(
+    readonly maxBlocks: number,
+    readonly maxSessions: number = 100_000,
+  ) {}
+
+  get size(): number {
+    return this.byEngineHash.size;
+  }
+
+  stats(): EngineIndexStats {
+    return {
+      blocks: this.byEngineHash.size,
+      orphanStores: this.orphanStores,
+      droppedBlocks: this.droppedBlocks,
+    };
+  }
+
+  /** Applies a BlockStored (GPU medium only: offloaded copies are not what a prefill reuses at once). */
+  stored(event: BlockStored): void {
+    if (event.medium !== null && event.medium !== "GPU") return;
+    const size = event.blockSize;
+    this.blockSizeTokens = size;
+    let parentKey: number;
+    if (event.parentBlockHash === null) parentKey = rootKeyOf(event.extraKeys?.[0]);
+    else {
+      const parent = this.byEngineHash.get(engineHashKey(event.parentBlockHash));
+      if (parent === undefined) {
+        // The parent's event was missed (or dropped by the bound): these blocks cannot be matched to a prompt.
+        this.orphanStores += 1;
+        return;
+      }
+      parentKey = parent;
+    }
+    const tokens = event.tokenIds;
+    const chain: number[] = [];
+    event.blockHashes.forEach((hash, index) => {
+      const start = index * size;
+      if (start + size > tokens.length) return;
+      const contentKey = hashBlock(parentKey, tokens, start, size);
+      parentKey = contentKey;
+      chain.push(contentKey);
+      const key = engineHashKey(hash);
+      if (this.byEngineHash.has(key)) {
+        this.extraCopies.set(key, (this.extraCopies.get(key) ?? 0) + 1);
+        return;
+      }
+      this.byEngineHash.set(key, contentKey);
+      this.contentKeys.set(contentKey, (this.contentKeys.get(contentKey) ?? 0) + 1);
+    });
+    if (event.sessionId !== null) this.recordSession(event.sessionId, event.parentBlockHash, chain);
+    this.enforceBound();
+  }
+
+  /** Applies a BlockRemoved: one copy of each named block is gone. */
+  removed(event: BlockRemoved): void {
+    if (event.medium !== null && event.medium !== "GPU") return;
+    for (const hash of event.blockHashes) {
+      const key = engineHashKey(hash);
+      const contentKey = this.byEngineHash.get(key);
+      if (contentKey === undefined) continue;
+      const extra = this.extraCopies.get(key);
+      if (extra === undefined) this.drop(key, contentKey);
+      else if (extra <= 1) this.extraCopies.delete(key);
+      else this.extraCopies.set(key, extra - 1);
+    }
+  }
+
+  /** Applies AllBlocksCleared (or a restart of the engine): it holds nothing. */
+  cleared(): void {
+    this.byEngineHash.clear();
+    this.extraCopies.clear();
+    this.contentKeys.clear();
+    this.sessions.clear();
+  }
+
+  /** How many of `keys` (a prompt's content keys, in order) this engine holds as a leading run. */
+  matchedBlocks(keys: ArrayLike<number>): number {
+    let matched = 0;
+    while (matched < keys.length && this.contentKeys.has(keys[matched] as number)) matched++;
+    return matched;
+  }
+
+  /** How many leading blocks of the session's stored chain this engine still holds. */
+  sessionBlocks(sessionId: string): number {
+    const chain = this.sessions.get(sessionId);
+    return chain === undefined ? 0 : this.matchedBlocks(chain);
+  }
+
+  private recordSession(sessionId: string, parentHash: bigint | null, chain: readonly number[]): void {
+    let keys = this.sessions.get(sessionId);
+    if (keys === undefined || parentHash === null) keys = [];
+    else {
+      // The new blocks follow their parent: keep the session's chain up to it (a conversation that was edited
+      // continues from an earlier block).
+      const parentKey = this.byEngineHash.get(engineHashKey(parentHash));
+      const at = parentKey === undefined ? -1 : keys.lastIndexOf(parentKey);
+      keys = at < 0 ? [] : keys.slice(0, at + 1);
+    }
+    for (const key of chain) keys.push(key);
+    this.sessions.delete(sessionId); // re-inserted last: the map's order is least recently stored first
+    this.sessions.set(sessionId, keys);
+    if (this.sessions.size > this.maxSessions) {
+      const oldest = this.sessions.keys().next().value;
+      if (oldest !== undefined) this.sessions.delete(oldest);
+    }
+  }
+
+  private drop(key: number, contentKey: number): void {
+    this.byEngineHash.delete(key);
+    this.extraCopies.delete(key);
+    const count = (this.contentKeys.get(contentKey) ?? 1) - 1;
+    if (count <= 0) this.contentKeys.delete(contentKey);
+    else this.contentKeys.set(contentKey, count);
+  }
+
+  private enforceBound(): void {
+    while (this.byEngineHash.size > this.maxBlocks) {
+      const first = this.byEngineHash.entries().next().value;
+      if (first === undefined) return;
+      this.drop(first[0], first[1]);
+      this.droppedBlocks += 1;
+    }
+  }
+}

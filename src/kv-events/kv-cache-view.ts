@@ -1,0 +1,133 @@
+// The gateway's view of every engine's prefix cache: one subscriber and one index per engine that publishes
+// KV events, and the question placement asks: how many tokens of this prompt does each engine hold?
+//
+// Each gateway replica subscribes on its own (no shared state): every replica hears every engine's events.
+import { EngineIndex } from "./engine-index.js";
+import { EngineSubscriber, type KvEventSource, type SubscriberStats } from "./engine-subscriber.js";
+import type { PromptBlocks } from "./prompt-blocks.js";
+import type { DecodedBatch } from "./wire.js";
+
+export interface KvEventsBackend {
+  readonly id: string;
+  readonly source: KvEventSource;
+  /** Most blocks the engine's index keeps (about the engine's KV capacity). */
+  readonly maxBlocks: number;
+}
+
+export interface KvCacheViewOptions {
+  readonly replayTimeoutMs: number;
+  readonly onError?: (backendId: string, err: unknown) => void;
+  readonly onApplied?: (backendId: string, seq: bigint, batch: DecodedBatch) => void;
+}
+
+/** What one engine holds of a request, in tokens; `via` says how it was matched. */
+export interface HeldPrefix {
+  readonly tokens: number;
+  readonly via: "tokens" | "session";
+}
+
+interface Subscription {
+  readonly backend: KvEventsBackend;
+  readonly subscriber: EngineSubscriber;
+}
+
+export class KvCacheView {
+  private readonly subscriptions = new Map<string, Subscription>();
+  private appliedWaiters: (() => void)[] = [];
+
+  constructor(private readonly options: KvCacheViewOptions) {}
+
+  /** Resolves after the next batch any engine's subscriber applies (tools and tests wait on it, not on time). */
+  nextApplied(): Promise<void> {
+    return new Promise((resolve) => this.appliedWaiters.push(resolve));
+  }
+
+  /**
+   * Subscribes to exactly these engines: new ones are subscribed, gone ones closed, and one whose address
+   * changed is subscribed anew (its index starts empty).
+   */
+  configure(backends: readonly KvEventsBackend[]): void {
+    const wanted = new Map(backends.map((backend) => [backend.id, backend]));
+    for (const [id, subscription] of this.subscriptions) {
+      const next = wanted.get(id);
+      if (next === undefined || !sameSource(next, subscription.backend)) {
+        subscription.subscriber.close();
+        this.subscriptions.delete(id);
+      }
+    }
+    for (const backend of backends) {
+      if (this.subscriptions.has(backend.id)) continue;
+      const index = new EngineIndex(backend.maxBlocks);
+      const subscriber = new EngineSubscriber(backend.source, index, {
+        replayTimeoutMs: this.options.replayTimeoutMs,
+        onError: (err) => this.options.onError?.(backend.id, err),
+        onApplied: (seq, batch) => {
+          this.options.onApplied?.(backend.id, seq, batch);
+          if (this.appliedWaiters.length === 0) return;
+          const waiters = this.appliedWaiters;
+          this.appliedWaiters = [];
+          for (const resolve of waiters) resolve();
+        },
+      });
+      this.subscriptions.set(backend.id, { backend, subscriber });
+    }
+  }
+
+  /** Whether placement can know what this engine holds. */
+  has(backendId: string): boolean {
+    return this.subscriptions.has(backendId);
+  }
+
+  get size(): number {
+    return this.subscriptions.size;
+  }
+
+  /** The block size the engine's events use (0 until its first BlockStored). */
+  blockSizeOf(backendId: string): number {
+    return this.subscriptions.get(backendId)?.subscriber.index.blockSizeTokens ?? 0;
+  }
+
+  /**
+   * Tokens of the prompt the engine holds as a leading run of full blocks, undefined when it publishes no
+   * events. By the prompt's blocks when they are known and match anything; else by the session's chain.
+   */
+  held(
+    backendId: string,
+    blocks: PromptBlocks | undefined,
+    sessionId: string | undefined,
+  ): HeldPrefix | undefined {
+    const subscription = this.subscriptions.get(backendId);
+    if (subscription === undefined) return undefined;
+    const index = subscription.subscriber.index;
+    const size = index.blockSizeTokens;
+    if (blocks !== undefined && (size === 0 || size === blocks.blockSizeTokens)) {
+      const matched = index.matchedBlocks(blocks.keys);
+      if (matched > 0 || sessionId === undefined)
+        return { tokens: matched * blocks.blockSizeTokens, via: "tokens" };
+    }
+    if (sessionId === undefined) return { tokens: 0, via: "session" };
+    return { tokens: index.sessionBlocks(sessionId) * size, via: "session" };
+  }
+
+  stats(): { backendId: string; blocks: number; subscriber: Readonly<SubscriberStats> }[] {
+    return [...this.subscriptions.values()].map(({ backend, subscriber }) => ({
+      backendId: backend.id,
+      blocks: subscriber.index.size,
+      subscriber: subscriber.stats,
+    }));
+  }
+
+  close(): void {
+    for (const { subscriber } of this.subscriptions.values()) subscriber.close();
+    this.subscriptions.clear();
+  }
+}
+
+function sameSource(a: KvEventsBackend, b: KvEventsBackend): boolean {
+  return (
+    a.source.endpoint === b.source.endpoint &&
+    a.source.replayEndpoint === b.source.replayEndpoint &&
+    a.source.topic === b.source.topic &&
+    a.maxBlocks === b.maxBlocks
+  );
+}

@@ -1,0 +1,280 @@
+// The gateway's view of engines' caches over real ZMQ on loopback: a hand-driven publisher for the sequence rules
+// (gaps replayed, restarts, both encodings, unknown keys), and a simulated engine for predictions that must equal
+// what the engine then reports as cached.
+import { afterEach, describe, expect, it } from "vitest";
+import { Router, XPublisher } from "zeromq";
+import { KvCacheView, type KvEventsBackend } from "../../src/kv-events/kv-cache-view.js";
+import { promptBlocksOf, simulatedPromptTokens } from "../../src/kv-events/prompt-blocks.js";
+import {
+  encodeKvEventBatch,
+  encodeSeq,
+  type BlockStored,
+  type KvEvent,
+  type KvEventEncoding,
+} from "../../src/kv-events/wire.js";
+import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
+import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
+import { Encoder } from "@msgpack/msgpack";
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A view whose every applied batch can be awaited. */
+function makeView(): { view: KvCacheView; applied: (predicate: () => boolean) => Promise<void> } {
+  const waiters: { predicate: () => boolean; resolve: () => void }[] = [];
+  const view = new KvCacheView({
+    replayTimeoutMs: 5_000,
+    onApplied: () => {
+      for (const waiter of waiters.slice()) {
+        if (waiter.predicate()) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve();
+        }
+      }
+    },
+  });
+  cleanups.push(() => view.close());
+  const applied = (predicate: () => boolean): Promise<void> =>
+    predicate() ? Promise.resolve() : new Promise((resolve) => waiters.push({ predicate, resolve }));
+  return { view, applied };
+}
+
+const TOKENS = Array.from({ length: 64 }, (_, i) => 1000 + i);
+
+function stored(
+  hashes: bigint[],
+  parent: bigint | null,
+  tokens: number[],
+  sessionId: string | null = null,
+): BlockStored {
+  return {
+    type: "BlockStored",
+    blockHashes: hashes,
+    parentBlockHash: parent,
+    tokenIds: tokens,
+    blockSize: 16,
+    loraId: null,
+    medium: "GPU",
+    loraName: null,
+    extraKeys: null,
+    groupIdx: 0,
+    kvCacheSpecKind: "full_attention",
+    kvCacheSpecSlidingWindow: null,
+    sessionId,
+  };
+}
+
+/** A publisher driven by hand, with a replay socket serving what it kept. */
+async function handPublisher(encoding: KvEventEncoding = "map") {
+  const pub = new XPublisher({ linger: 0 });
+  await pub.bind("tcp://127.0.0.1:0");
+  const router = new Router({ linger: 0 });
+  await router.bind("tcp://127.0.0.1:0");
+  cleanups.push(() => {
+    pub.close();
+    router.close();
+  });
+  const kept: { seq: bigint; payload: Uint8Array }[] = [];
+  void (async () => {
+    try {
+      for await (const [id, , start] of router) {
+        const from = (start as Buffer).readBigUInt64BE(0);
+        for (const batch of kept)
+          if (batch.seq >= from) await router.send([id as Buffer, "", encodeSeq(batch.seq), batch.payload]);
+        await router.send([id as Buffer, "", encodeSeq(-1n), ""]);
+      }
+    } catch {
+      // closed
+    }
+  })();
+  let subscribed: Promise<unknown> | undefined;
+  let ts = 1_700_000_000;
+  return {
+    source: { endpoint: pub.lastEndpoint ?? "", replayEndpoint: router.lastEndpoint ?? "", topic: "kv" },
+    /** Resolves once a subscriber's subscription reached the publisher (so nothing sent after it is dropped). */
+    subscribed(): Promise<unknown> {
+      return (subscribed ??= pub.receive());
+    },
+    kept,
+    async publish(seq: bigint, events: KvEvent[], options: { live?: boolean; payload?: Uint8Array } = {}) {
+      const payload =
+        options.payload ?? encodeKvEventBatch({ ts: (ts += 1), events, dataParallelRank: 0 }, encoding);
+      kept.push({ seq, payload });
+      if (options.live ?? true) await pub.send(["kv", encodeSeq(seq), payload]);
+    },
+  };
+}
+
+function backend(id: string, source: KvEventsBackend["source"], maxBlocks = 1_000): KvEventsBackend {
+  return { id, source, maxBlocks };
+}
+
+const BLOCKS = promptBlocksOf([...TOKENS, 1], 16, undefined); // 4 full reusable blocks of TOKENS
+
+describe("KvCacheView with a hand-driven publisher", () => {
+  for (const encoding of ["map", "array"] as const) {
+    it(`indexes stored and removed blocks (${encoding} encoding)`, async () => {
+      const publisher = await handPublisher(encoding);
+      const { view, applied } = makeView();
+      view.configure([backend("e1", publisher.source)]);
+      await publisher.subscribed();
+      await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
+      await publisher.publish(1n, [stored([13n, 14n], 12n, TOKENS.slice(32, 64))]);
+      await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
+      expect(view.held("e1", BLOCKS, undefined)).toEqual({ tokens: 64, via: "tokens" });
+      await publisher.publish(2n, [{ type: "BlockRemoved", blockHashes: [12n], medium: "GPU", groupIdx: 0 }]);
+      await applied(() => view.stats()[0]?.subscriber.lastSeq === 2);
+      expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(16);
+      await publisher.publish(3n, [{ type: "AllBlocksCleared" }]);
+      await applied(() => view.stats()[0]?.subscriber.lastSeq === 3);
+      expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(0);
+    });
+  }
+
+  it("counts copies: a hash stored twice survives one removal", async () => {
+    const publisher = await handPublisher();
+    const { view, applied } = makeView();
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    await publisher.publish(0n, [
+      stored([11n], null, TOKENS.slice(0, 16)),
+      stored([11n], null, TOKENS.slice(0, 16)),
+    ]);
+    await publisher.publish(1n, [{ type: "BlockRemoved", blockHashes: [11n], medium: "GPU", groupIdx: 0 }]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
+    expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(16);
+  });
+
+  it("replays a gap from the replay socket, in order", async () => {
+    const publisher = await handPublisher();
+    const { view, applied } = makeView();
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
+    // Batch 1 never reaches the subscriber live (a dropped message); batch 2 reveals the gap.
+    await publisher.publish(1n, [stored([13n], 12n, TOKENS.slice(32, 48))], { live: false });
+    await publisher.publish(2n, [stored([14n], 13n, TOKENS.slice(48, 64))]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 2);
+    const stats = view.stats()[0]?.subscriber;
+    // Filled by the replay socket, either when the gap showed or by the replay every subscriber starts with.
+    expect(stats?.replayedBatches).toBeGreaterThanOrEqual(1);
+    expect(stats?.lostGaps).toBe(0);
+    expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(64);
+  });
+
+  it("clears the index when the engine restarts (its sequence starts over)", async () => {
+    const publisher = await handPublisher();
+    const { view, applied } = makeView();
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
+    await publisher.publish(1n, [stored([13n, 14n], 12n, TOKENS.slice(32, 64))]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
+    publisher.kept.length = 0;
+    await publisher.publish(0n, [stored([21n], null, TOKENS.slice(0, 16))]);
+    await applied(() => view.stats()[0]?.subscriber.restarts === 1);
+    expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(16);
+  });
+
+  it("ignores unknown keys and unknown event types, and survives a payload that is not a batch", async () => {
+    const publisher = await handPublisher();
+    const { view, applied } = makeView();
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    const encoder = new Encoder({ useBigInt64: true });
+    const payload = encoder.encode([
+      2.5,
+      [
+        {
+          type: "BlockStored",
+          block_hashes: [11n, 12n],
+          parent_block_hash: null,
+          token_ids: TOKENS.slice(0, 32),
+          block_size: 16,
+          lora_id: null,
+          medium: "GPU",
+          lora_name: null,
+          brand_new_field: { nested: [1, 2] },
+          session_id: "s1",
+        },
+        { type: "BlockInactive", block_hashes: [11n] },
+      ],
+      0,
+    ]);
+    await publisher.publish(0n, [], { payload: new Uint8Array([0xc1]) });
+    await publisher.publish(1n, [], { payload });
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
+    expect(view.stats()[0]?.subscriber).toMatchObject({ decodeErrors: 1, unknownEvents: 1 });
+    expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(32);
+    // Without the prompt's tokens, the session's chain says what the engine holds of it.
+    expect(view.held("e1", undefined, "s1")).toEqual({ tokens: 32, via: "session" });
+  });
+
+  it("says nothing of engines without events", () => {
+    const { view } = makeView();
+    expect(view.held("nope", BLOCKS, "s1")).toBeUndefined();
+  });
+});
+
+describe("KvCacheView with a simulated engine", () => {
+  async function simEngine(): Promise<SimEngineHandle> {
+    const config = parseKvEventsConfig(
+      JSON.stringify({
+        enable_kv_cache_events: true,
+        endpoint: "tcp://127.0.0.1:0",
+        replay_endpoint: "tcp://127.0.0.1:0",
+        topic: "kv-events",
+      }),
+    );
+    if (config === undefined) throw new Error("events should be on");
+    const engine = await startSimEngine({ profile: "instant", kvCapacityBlocks: 4096, kvEvents: { config } });
+    cleanups.push(() => engine.close());
+    return engine;
+  }
+
+  async function chat(engine: SimEngineHandle, body: Record<string, unknown>): Promise<number> {
+    const response = await fetch(`${engine.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: engine.model, max_tokens: 4, ...body }),
+    });
+    const json = (await response.json()) as { usage: { prompt_tokens_details: { cached_tokens: number } } };
+    return json.usage.prompt_tokens_details.cached_tokens;
+  }
+
+  it("predicts exactly the tokens the engine then reports cached, learning the past by replay", async () => {
+    const engine = await simEngine();
+    const system = { role: "system", content: "You are a careful coding agent. ".repeat(40) };
+    const first = { messages: [system, { role: "user", content: "Read src/index.ts" }] };
+    await chat(engine, first);
+    // Subscribed only now: what the engine stored so far comes from its replay socket.
+    const { view, applied } = makeView();
+    const info = engine.kvEvents;
+    if (info === undefined) throw new Error("no events");
+    view.configure([{ id: "sim", source: { ...info, topic: info.topic }, maxBlocks: 4096 }]);
+    const firstBlocks = (() => {
+      const prompt = simulatedPromptTokens("chat", first);
+      if (prompt === undefined) throw new Error("not tokenized");
+      return promptBlocksOf(prompt.tokens, 16, prompt.cacheSalt);
+    })();
+    // Until a live batch arrives the subscriber has nothing to replay against: new turns make batches.
+    for (let turn = 0; (view.held("sim", firstBlocks, undefined)?.tokens ?? 0) === 0 && turn < 100; turn++) {
+      await chat(engine, { messages: [{ role: "user", content: `unrelated ${turn} `.repeat(30) }] });
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await applied(() => (view.held("sim", firstBlocks, undefined)?.tokens ?? 0) > 0);
+    expect(view.stats()[0]?.subscriber.replayedBatches).toBeGreaterThan(0);
+
+    const second = {
+      messages: [system, { role: "user", content: "Read src/index.ts and then src/main.ts as well, please" }],
+    };
+    const prompt = simulatedPromptTokens("chat", second);
+    if (prompt === undefined) throw new Error("not tokenized");
+    const predicted = view.held("sim", promptBlocksOf(prompt.tokens, 16, undefined), undefined)?.tokens;
+    const cached = await chat(engine, second);
+    expect(predicted).toBeGreaterThan(0);
+    expect(predicted).toBe(cached);
+  });
+});
