@@ -26,6 +26,7 @@ import { ResponsesRelay } from "./responses-relay.js";
 import { SseRelay } from "./sse-relay.js";
 import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { AttemptFailure } from "./upstream-failure.js";
+import type { TokenUsage } from "./usage.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 import { receiptFields, type PendingReceipt } from "../receipts/turn-receipts.js";
 import type { Endpoint } from "./completion-request.js";
@@ -49,6 +50,8 @@ export interface AttemptRecorder {
   failed(backend: Backend): void;
   /** How a stream continued on another engine ended (agentserve_migrations_total{outcome}). */
   migration(outcome: MigrationOutcome): void;
+  /** What the KV-event index predicted the engine would have cached, against what it reported. */
+  kvPrediction(tier: string, expectedCachedTokens: number, usage: TokenUsage): void;
 }
 
 /** One attempt on one engine: runAttempt (attempt.ts) in the gateway, a fake in the loop's unit test. */
@@ -70,7 +73,7 @@ export interface AttemptLoopDeps {
 
 /** The recorder of a gateway's parts: its metrics and its engines' outcomes (built once, at wiring). */
 export function attemptRecorder(
-  metrics: Pick<GatewayMetrics, "selection" | "retry" | "flows" | "migration">,
+  metrics: Pick<GatewayMetrics, "selection" | "retry" | "flows" | "migration" | "kvPrediction">,
   outcomes: Pick<EngineOutcomes, "succeeded" | "failed">,
 ): AttemptRecorder {
   return {
@@ -80,6 +83,7 @@ export function attemptRecorder(
     succeeded: (backend) => outcomes.succeeded(backend),
     failed: (backend) => outcomes.failed(backend),
     migration: (outcome) => metrics.migration(outcome),
+    kvPrediction: (tier, expected, usage) => metrics.kvPrediction(tier, expected, usage),
   };
 }
 
@@ -426,8 +430,11 @@ function planOf(
       request.receipt === undefined
         ? undefined
         : (usage, responseId) => {
-            const placement = { backendId: backend.id, tier, reason };
+            const expectedCachedTokens = selection.expectedCachedTokens;
+            const placement = { backendId: backend.id, tier, reason, expectedCachedTokens };
             const receipt = request.receipt!.now(usage, placement, responseId);
+            if (receipt?.expectedCachedTokens !== undefined)
+              deps.recorder.kvPrediction(tier, receipt.expectedCachedTokens, usage);
             return receipt === undefined ? undefined : receiptFields(receipt);
           },
     onCommit: () => {

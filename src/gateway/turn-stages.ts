@@ -158,7 +158,8 @@ export function settleAnswer(
   if (usage === undefined) return NOT_SETTLED;
   deps.metrics.tokens(tier, usage);
   if (receipt === undefined || backend === undefined) return { usage, receipt: undefined };
-  const placement = { backendId: backend.id, tier, reason: made.selection!.reason };
+  const { reason, expectedCachedTokens } = made.selection!;
+  const placement = { backendId: backend.id, tier, reason, expectedCachedTokens };
   const settling = receipt.settle(usage, placement, result.responseId);
   if (settling instanceof Promise) return settling.then((settled) => receipted(deps, usage, settled));
   return receipted(deps, usage, settling);

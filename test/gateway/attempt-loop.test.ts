@@ -41,6 +41,7 @@ function setup(script: Script, options: { maxAttempts?: number; waitMs?: number;
     succeeded: (b) => events.push(`succeeded ${b.id}`),
     failed: (b) => events.push(`failed ${b.id}`),
     migration: (outcome) => events.push(`migration ${outcome}`),
+    kvPrediction: (tier, expected) => events.push(`kv prediction ${tier} ${expected}`),
   };
   const deps: AttemptLoopDeps = {
     clock,
