@@ -40,6 +40,8 @@ const CODES = {
   usage_error: { status: 400, type: "invalid_request_error" }, // bad command-line usage (exit 2)
   engine_unavailable: { status: 503, type: "service_unavailable_error" }, // llama.cpp cannot load here
   engine_start_failed: { status: 503, type: "service_unavailable_error" }, // `start` could not launch an engine
+  kv_events_invalid: { status: 502, type: "upstream_error" }, // an engine's KV-event payload is not vLLM's format
+  kv_events_replay_failed: { status: 504, type: "upstream_error" }, // an engine's replay socket did not answer
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof CODES;

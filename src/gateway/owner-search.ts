@@ -3,6 +3,7 @@
 import type { ResponseOwnerStore } from "../affinity/response-owner-store.js";
 import type { ResponseOwner, ResponseOwnerSettings } from "../affinity/response-owners.js";
 import type { Backend } from "../backends/backend.js";
+import { GatewayError } from "../core/errors.js";
 import type { BackendRegistry } from "../backends/registry.js";
 import type { UpstreamPools } from "./upstream-pools.js";
 
@@ -93,7 +94,7 @@ export class SearchingOwnerStore implements ResponseOwnerStore {
       signal,
     });
     await answer.body.dump();
-    if (answer.statusCode !== 200) throw new Error(`${backend.id} answered ${answer.statusCode}`);
+    if (answer.statusCode !== 200) throw new GatewayError("response_not_found", `${backend.id} answered ${answer.statusCode}`);
     return backend;
   }
 }

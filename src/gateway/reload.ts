@@ -81,6 +81,7 @@ export const RELOAD_STEPS: readonly ReloadStep[] = [
       "affinity.policy",
       "affinity.sglang",
       "affinity.llmd",
+      "affinity.kv_events.move_min_tokens",
       // The staleness bound of engine readings (three intervals), with the poller below.
       "health.engine_metrics_interval_seconds",
     ],
@@ -184,6 +185,8 @@ export const RELOAD_STEPS: readonly ReloadStep[] = [
       "upstream.request_timeout_seconds",
       "upstream.max_attempts",
       "upstream.drain_seconds",
+      "upstream.stream_stall_seconds",
+      "upstream.stream_continuation",
       "adaptation",
     ],
     apply: ({ target }) => target.parts.metrics.initTiers(target.parts.registry.tiers()),
@@ -204,6 +207,7 @@ export const RESTART_ONLY: readonly { readonly key: string; readonly why: string
   { key: "admission.scheduling.sync_interval_ms", why: "the shared attained service is made at start" },
   { key: "affinity.max_bindings", why: "the sticky table and receipt memory are sized at start" },
   { key: "affinity.receipts.ttl_seconds", why: "the receipt memory is made at start" },
+  { key: "affinity.kv_events.replay_timeout_seconds", why: "the KV-event subscribers' view is made at start" },
 ];
 
 /** The value at a dotted path of a config (undefined past a missing section). */

@@ -4,6 +4,7 @@
 // engine answers [empty, seq, payload] for every batch it still keeps with seq >= start, then [empty, -1, empty].
 // A batch older than the engine's buffer (buffer_steps) is gone: the first replayed seq then exceeds `start`.
 import { Dealer } from "zeromq";
+import { GatewayError } from "../core/errors.js";
 import { decodeSeq, encodeSeq } from "./wire.js";
 
 export interface ReplayedBatch {
@@ -11,8 +12,11 @@ export interface ReplayedBatch {
   readonly payload: Uint8Array;
 }
 
-export class ReplayError extends Error {
-  override readonly name = "ReplayError";
+export class ReplayError extends GatewayError {
+  override name = "ReplayError";
+  constructor(message: string) {
+    super("kv_events_replay_failed", message);
+  }
 }
 
 /** The batches from `startSeq` on, in order; throws ReplayError when the engine does not answer in `timeoutMs`. */

@@ -10,6 +10,7 @@
 // The decoder takes either, per event, and a batch given as a map too; it ignores keys and trailing fields it
 // does not know, and skips event tags it does not know.
 import { Decoder, Encoder } from "@msgpack/msgpack";
+import { GatewayError } from "../core/errors.js";
 
 export const KV_EVENT_ENCODINGS = ["map", "array"] as const;
 export type KvEventEncoding = (typeof KV_EVENT_ENCODINGS)[number];
@@ -58,8 +59,11 @@ export interface KvEventBatch {
 }
 
 /** A payload that is not a batch at all (the stream is not vLLM's, or is damaged). */
-export class KvEventDecodeError extends Error {
-  override readonly name = "KvEventDecodeError";
+export class KvEventDecodeError extends GatewayError {
+  override name = "KvEventDecodeError";
+  constructor(message: string) {
+    super("kv_events_invalid", message);
+  }
 }
 
 const encoder = new Encoder({ useBigInt64: true, ignoreUndefined: true });

@@ -211,12 +211,7 @@ function parseKvEventFlags(
   }
   const json = values["kv-events-config"];
   if (json === undefined) return undefined;
-  let config;
-  try {
-    config = parseKvEventsConfig(json);
-  } catch (err) {
-    throw new UsageError(`--kv-events-config: ${err instanceof Error ? err.message : String(err)}`);
-  }
+  const config = parseKvEventsConfig(json);
   if (config === undefined) return undefined;
   return {
     config,

@@ -1,5 +1,6 @@
 // `--kv-events-config`: vLLM's KVEventsConfig (vllm/config/kv_events.py), parsed from the same JSON vLLM takes.
 import { z } from "zod";
+import { UsageError } from "../cli/command.js";
 
 /** vLLM's defaults (0.26). */
 export const KV_EVENTS_DEFAULTS = {
@@ -34,19 +35,19 @@ export interface KvEventsConfig {
   readonly topic: string;
 }
 
-/** The JSON of `--kv-events-config`; undefined when events stay off. Throws Error with a clear message. */
+/** The JSON of `--kv-events-config`; undefined when events stay off. Throws a UsageError naming the flag. */
 export function parseKvEventsConfig(json: string): KvEventsConfig | undefined {
   let raw: unknown;
   try {
     raw = JSON.parse(json);
   } catch (err) {
-    throw new Error(`not JSON: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new UsageError(`--kv-events-config: not JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue?.path.join(".") ?? "";
-    throw new Error(`${where === "" ? "" : `${where}: `}${issue?.message ?? "invalid"}`);
+    throw new UsageError(`--kv-events-config: ${where === "" ? "" : `${where}: `}${issue?.message ?? "invalid"}`);
   }
   const config = parsed.data;
   const publisher = config.publisher ?? (config.enable_kv_cache_events ? "zmq" : "null");

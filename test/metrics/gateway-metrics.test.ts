@@ -90,6 +90,7 @@ describe("GatewayMetrics: the contract names", () => {
       agentserve_flow_fairness_index: "gauge",
       agentserve_flows_active: "gauge",
       agentserve_kv_prediction_error_ratio: "histogram",
+      agentserve_migrations_total: "counter",
       agentserve_kv_prediction_error_tokens_total: "counter",
       agentserve_backend_running_requests: "gauge",
       agentserve_backend_waiting_requests: "gauge",
