@@ -3,6 +3,7 @@ import * as agents014 from "@openai/agents";
 import type { AgentInputItem, ModelResponse } from "@openai/agents";
 import OpenAI from "openai";
 import * as agents013 from "openai-agents-v013";
+// The aliased newer majors (openai-v7, ai-v7, ...) come from test/clients/package.json: `npm ci --prefix test/clients` (as .ci/run does).
 import * as agents020 from "openai-agents-v020";
 import OpenAIv7 from "openai-v7";
 import {

@@ -3,6 +3,7 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import * as ai6 from "ai";
 import type { JSONSchema7, LanguageModel, ModelMessage, ToolSet } from "ai";
+// The aliased newer majors (openai-v7, ai-v7, ...) come from test/clients/package.json: `npm ci --prefix test/clients` (as .ci/run does).
 import * as ai7 from "ai-v7";
 import { createOpenAI as createOpenAIv4 } from "ai-sdk-openai-v4";
 import { createOpenAICompatible as createOpenAICompatibleV3 } from "ai-sdk-openai-compatible-v3";

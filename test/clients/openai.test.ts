@@ -1,5 +1,6 @@
 // The official openai SDK (6, and 7 through an npm alias) on the shared client cases.
 import OpenAI from "openai";
+// The aliased newer majors (openai-v7, ai-v7, ...) come from test/clients/package.json: `npm ci --prefix test/clients` (as .ci/run does).
 import OpenAIv7 from "openai-v7";
 import type {
   ChatCompletion,
