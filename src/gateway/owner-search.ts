@@ -94,7 +94,8 @@ export class SearchingOwnerStore implements ResponseOwnerStore {
       signal,
     });
     await answer.body.dump();
-    if (answer.statusCode !== 200) throw new GatewayError("response_not_found", `${backend.id} answered ${answer.statusCode}`);
+    if (answer.statusCode !== 200)
+      throw new GatewayError("response_not_found", `${backend.id} answered ${answer.statusCode}`);
     return backend;
   }
 }

@@ -207,7 +207,10 @@ export const RESTART_ONLY: readonly { readonly key: string; readonly why: string
   { key: "admission.scheduling.sync_interval_ms", why: "the shared attained service is made at start" },
   { key: "affinity.max_bindings", why: "the sticky table and receipt memory are sized at start" },
   { key: "affinity.receipts.ttl_seconds", why: "the receipt memory is made at start" },
-  { key: "affinity.kv_events.replay_timeout_seconds", why: "the KV-event subscribers' view is made at start" },
+  {
+    key: "affinity.kv_events.replay_timeout_seconds",
+    why: "the KV-event subscribers' view is made at start",
+  },
 ];
 
 /** The value at a dotted path of a config (undefined past a missing section). */

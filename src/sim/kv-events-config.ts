@@ -47,7 +47,9 @@ export function parseKvEventsConfig(json: string): KvEventsConfig | undefined {
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue?.path.join(".") ?? "";
-    throw new UsageError(`--kv-events-config: ${where === "" ? "" : `${where}: `}${issue?.message ?? "invalid"}`);
+    throw new UsageError(
+      `--kv-events-config: ${where === "" ? "" : `${where}: `}${issue?.message ?? "invalid"}`,
+    );
   }
   const config = parsed.data;
   const publisher = config.publisher ?? (config.enable_kv_cache_events ? "zmq" : "null");
