@@ -1,5 +1,6 @@
 // Enforces each backend's max_inflight: a request takes a slot or waits, time-limited, in the flow scheduler's
 // queue (flow-queue/), which decides who takes a slot that frees; the engine a request waits for is placement's.
+import { ChangeSignal } from "../core/change-signal.js";
 import { systemClock, systemTimers, type Timers } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import { AttainedService } from "./flow-queue/attained-service.js";
@@ -51,6 +52,8 @@ export class BackendSlots {
   private readonly dispatcher: FlowDispatcher<Waiter>;
   /** The ticket of calls that name none (the gateway's own): default band, no cap, never charged. */
   private plain: FlowTicket;
+  /** Told after every slot taken, waiter queued, slot returned or waiter gone (what tests wait on). */
+  readonly changes = new ChangeSignal();
 
   constructor(
     private settings: QueueSettings,
@@ -110,6 +113,7 @@ export class BackendSlots {
       // The common case: no promise, no allocation. Nothing that could take this slot waits (work-conserving).
       this.dispatcher.arriveStarted(backend, ticket.flow, ticket.capped);
       this.charged(ticket);
+      this.changes.notify();
       return undefined;
     }
     return new Promise<void>((resolve, reject) => {
@@ -126,6 +130,7 @@ export class BackendSlots {
         cancelTimeout: this.timers.after(this.settings.queueTimeoutMs, () => {
           this.dispatcher.withdraw(waiter);
           waiter.abort?.listen(undefined);
+          this.changes.notify();
           reject(
             new GatewayError(
               "queue_timeout",
@@ -138,6 +143,7 @@ export class BackendSlots {
       abort?.listen((why) => {
         this.dispatcher.withdraw(waiter);
         waiter.cancelTimeout();
+        this.changes.notify();
         reject(why);
       });
       const { shed } = this.dispatcher.arrive(waiter);
@@ -151,12 +157,14 @@ export class BackendSlots {
           ),
         );
       }
+      this.changes.notify();
     });
   }
 
   /** Returns a slot: the flow scheduler hands it (and any the ticket's flow cap held back) to who goes next. */
   release(backend: SlotHolder, ticket: FlowTicket = this.plain): void {
     this.start(this.dispatcher.finish({ flow: ticket.flow, capped: ticket.capped, target: backend }));
+    this.changes.notify();
   }
 
   /** Hands free slots to waiters (after a reload raised max_inflight). */
@@ -170,6 +178,7 @@ export class BackendSlots {
       this.settle(waiter);
       waiter.reject(new SlotUnavailableError(reason));
     }
+    this.changes.notify();
   }
 
   /**

@@ -142,6 +142,12 @@ export const engineCommand: Command = {
       `agent-serve engine: listening on ${handle.url} (model ${handle.model} from ${handle.modelPath}, ` +
         `${slots} slots of ${ctxSize} tokens, ${threads} threads)\n`,
     );
+    // As vLLM does, each abandoned request is said (and tests wait on the line rather than poll the metrics).
+    let aborted = 0;
+    handle.onChange(() => {
+      for (; aborted < handle.stats().requestsAborted; aborted++)
+        process.stdout.write("agent-serve engine: aborted a request (its client left)\n");
+    });
     await waitForStopSignal();
     await handle.close();
     return 0;

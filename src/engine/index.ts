@@ -1,5 +1,6 @@
 // In-process API of the real (llama.cpp) engine: start one on a port, read its counters, close it.
 import { basename, extname } from "node:path";
+import type { Subscribe } from "../core/change-signal.js";
 import { ENGINE_DEFAULTS } from "./defaults.js";
 import { loadLlama } from "./llama-binding.js";
 import { LlamaEngine, type EngineShape } from "./llama-engine.js";
@@ -43,6 +44,8 @@ export interface RealEngineHandle {
   /** Stops listening, drops connections, ends generations, frees the model. Safe to call twice. */
   close(): Promise<void>;
   stats(): RealEngineStats;
+  /** Calls `listener` whenever a generation ended (stats() changed). */
+  readonly onChange: Subscribe;
 }
 
 function urlHost(host: string): string {
@@ -87,6 +90,7 @@ export async function startRealEngine(options: RealEngineOptions = {}): Promise<
           await model.dispose();
         })()),
       stats: () => ({ ...server.counters, running: running.running, waiting: running.waiting }),
+      onChange: server.changes.subscribe,
     };
   } catch (err) {
     await engine?.dispose();

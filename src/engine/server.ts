@@ -5,6 +5,7 @@
 // gateway and its clients cannot tell the two engines apart by their answers, only by their timings.
 import { zeroCounters, type ServerCounters } from "../sim/server.js";
 import { writeJson } from "../core/write-json.js";
+import { ChangeSignal } from "../core/change-signal.js";
 import { answerInfoRoute, type InfoSource } from "../sim/info-routes.js";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -55,6 +56,8 @@ export class EngineServer {
   private readonly inflight = new Map<AbortController, Promise<unknown>>();
   private closing: Promise<void> | undefined;
   readonly counters: EngineCounters = zeroCounters();
+  /** Told when a generation ends (served, aborted or failed): the counters changed. */
+  readonly changes = new ChangeSignal();
 
   constructor(
     private readonly engine: LlamaEngine,
@@ -247,6 +250,7 @@ export class EngineServer {
       throw err;
     } finally {
       this.inflight.delete(controller);
+      this.changes.notify();
     }
   }
 }

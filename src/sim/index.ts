@@ -1,6 +1,7 @@
 // In-process API of the simulated vLLM engine: start one on a port, inject faults, read its counters, close it.
 import type { SimScript } from "./script.js";
 import { systemClock, type Clock } from "../core/clock.js";
+import type { Subscribe } from "../core/change-signal.js";
 import { SeededRandom } from "../core/random.js";
 import { SIM_DEFAULTS } from "./defaults.js";
 import { EngineLoop } from "./engine-loop.js";
@@ -140,6 +141,8 @@ export interface SimEngineHandle {
   readonly kvEvents: SimKvEventsInfo | undefined;
   /** vLLM's reset_prefix_cache: false while blocks are in use (nothing changes then). */
   resetPrefixCache(): boolean;
+  /** Calls `listener` whenever stats() may have changed (a request received, a step, an abort, an outcome). */
+  readonly onChange: Subscribe;
 }
 
 function urlHost(host: string): string {
@@ -213,7 +216,10 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
     scheduler,
   });
   const loop = new EngineLoop(scheduler, timeline, {
-    onStep: publishEvents,
+    onStep: () => {
+      publishEvents();
+      server.changes.notify();
+    },
     onFinish: (request) => metrics.observeFinished(request),
     onListenerError: (err) => process.emitWarning(`sim engine listener failed: ${String(err)}`),
   });
@@ -260,6 +266,7 @@ export async function startSimEngine(options: SimEngineOptions = {}): Promise<Si
     kvEvents: kvEventsInfo,
     resetPrefixCache,
     setFault: (fault) => server.setFault(fault),
+    onChange: server.changes.subscribe,
     fault: () => server.currentFault,
     stats: () => {
       const totals = scheduler.totals;

@@ -36,6 +36,7 @@ import type { SimScript } from "./script.js";
 import type { ToolCallPlan, ToolCallRates } from "./tool-calls.js";
 import { encode } from "./tokenizer.js";
 import type { ToolTypeSupport } from "./responses-tools.js";
+import { ChangeSignal } from "../core/change-signal.js";
 
 export interface SimServerDeps {
   model: string;
@@ -116,6 +117,8 @@ export class SimServer {
   private readonly closed: Promise<void>;
   private resolveClosed: () => void = () => undefined;
   readonly counters: ServerCounters = zeroCounters();
+  /** Told when a counter or the engine's work changes (a request received, aborted or done): tests wait on it. */
+  readonly changes = new ChangeSignal();
   private readonly responses: ResponsesApi;
 
   /** Handed to every response: how it reads the fault, cancels its engine work and reports its outcome. */
@@ -123,6 +126,7 @@ export class SimServer {
     currentFault: () => this.fault,
     abort: (requests) => {
       for (const request of requests) this.deps.loop.abort(request.id);
+      this.changes.notify();
     },
     recordOutcome: (outcome, totals) => this.record(outcome, totals),
   };
@@ -303,6 +307,7 @@ export class SimServer {
     endpoint: "chat" | "completion",
   ): Promise<void> {
     this.counters.requestsReceived += 1;
+    this.changes.notify();
     const body = await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes);
     const sessionId = requestSessionId(req.headers, body);
     const request: GenerateRequest =
@@ -323,6 +328,7 @@ export class SimServer {
   private async handleMessages(path: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const countOnly = path.endsWith("/count_tokens");
     if (!countOnly) this.counters.requestsReceived += 1;
+    this.changes.notify();
     const body = await readJsonBody(req, SIM_DEFAULTS.maxRequestBodyBytes);
     const request = parseMessagesRequest(body, countOnly, this.deps.systemMessages);
     checkServedModel(request.model, this.deps.model);
@@ -403,6 +409,7 @@ export class SimServer {
     const creates = path === "/v1/responses" && req.method === "POST";
     if (creates) {
       this.counters.requestsReceived += 1;
+      this.changes.notify();
       this.injectFaults();
       if (this.fault.kind === "slow") await this.sleep(this.fault.extraLatencyMs);
       if (this.dead || res.destroyed) return;
@@ -536,6 +543,7 @@ export class SimServer {
       this.counters.cachedTokens += totals.prompt_tokens_details.cached_tokens;
       this.counters.completionTokens += totals.completion_tokens;
     }
+    this.changes.notify();
   }
 
   private sleep(ms: number): Promise<void> {

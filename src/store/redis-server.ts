@@ -46,6 +46,7 @@ function spawnOn(
   port: number,
   onSpawn: (child: ChildProcess) => void,
   extraArgs: (port: number) => readonly string[],
+  onOutput: ((text: string) => void) | undefined,
 ): Promise<ChildProcess> {
   const child = spawn(
     path,
@@ -87,6 +88,13 @@ function spawnOn(
     };
     function done() {
       cleanup();
+      if (onOutput !== undefined) {
+        // Handed on from here, for whoever waits on what it logs.
+        onOutput(output);
+        const forward = (chunk: Buffer): void => onOutput(chunk.toString("utf8"));
+        child.stdout!.on("data", forward);
+        child.stderr!.on("data", forward);
+      }
       resolve(child);
     }
     function fail(err: Error) {
@@ -121,6 +129,8 @@ export interface RedisServerOptions {
   onSpawn?: (killNow: () => void) => void;
   /** More command-line options for the port it is given (a cluster node's config file and bus port). */
   args?: (port: number) => readonly string[];
+  /** Everything the server logs (notice level), in order: what it started with, then each chunk as it comes. */
+  onOutput?: (text: string) => void;
 }
 
 /** Starts redis-server on a free port, retrying with another port if the one picked was taken meanwhile. */
@@ -136,7 +146,7 @@ export async function startRedisServer(path: string, options: RedisServerOptions
   for (let attempt = 0; attempt < 5 && child === undefined; attempt++) {
     port = await freePort();
     try {
-      child = await spawnOn(path, port, onSpawn, extraArgs);
+      child = await spawnOn(path, port, onSpawn, extraArgs, options.onOutput);
     } catch (err) {
       lastError = err;
     }
@@ -150,7 +160,7 @@ export async function startRedisServer(path: string, options: RedisServerOptions
     },
     restart: async () => {
       await stopChild(child, "SIGKILL");
-      child = await spawnOn(path, port, onSpawn, extraArgs);
+      child = await spawnOn(path, port, onSpawn, extraArgs, options.onOutput);
     },
     stop: async () => {
       await stopChild(child, "SIGTERM");

@@ -3,8 +3,10 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SMALL_MODEL, chat, metaOf, metricValue, pollUntil, scrape } from "../helpers/cluster.js";
-import { freePorts, runCli, spawnSim, stopProcess, type CliProcess } from "../helpers/processes.js";
+import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
+import { SMALL_MODEL, chat, metaOf } from "../helpers/cluster.js";
+import { freePorts, runCli, spawnSim, stopProcess } from "../helpers/processes.js";
+import { waitUntil } from "../helpers/wait.js";
 
 let dir: string;
 beforeAll(async () => {
@@ -46,11 +48,12 @@ describe("agent-serve command line", () => {
 });
 
 describe("agent-serve gateway process", () => {
-  let sim: CliProcess & { url: string };
+  // The engine in this process: the test waits on its events (the request arriving) instead of polling.
+  let sim: SimEngineHandle;
   beforeAll(async () => {
-    sim = await spawnSim(["--model", SMALL_MODEL]);
+    sim = await startSimEngine({ model: SMALL_MODEL });
   });
-  afterAll(() => stopProcess(sim));
+  afterAll(() => sim.close());
 
   it("on SIGTERM lets an in-flight request finish, refuses nothing it accepted, and exits 0", async () => {
     const path = await writeConfig(
@@ -62,22 +65,21 @@ describe("agent-serve gateway process", () => {
     const url = `http://127.0.0.1:${port}`;
     expect((await chat(url, { session: "before-stop" })).status).toBe(200);
 
-    await fetch(`${sim.url}/sim/fault`, {
-      method: "POST",
-      body: JSON.stringify({ kind: "slow", extraLatencyMs: 400 }),
-      headers: { "content-type": "application/json" },
-    });
+    sim.setFault({ kind: "slow", extraLatencyMs: 400 });
+    const received = sim.stats().requestsReceived;
     const inFlight = chat(url, { session: "during-stop" });
     // Signal only once the gateway really has the request in flight on the engine.
-    await pollUntil(
-      async () => metricValue(await scrape(url), "agentserve_backend_inflight", { backend: "small-0" }) === 1,
+    await waitUntil(
+      "the request on the engine",
+      () => sim.stats().requestsReceived === received + 1,
+      sim.onChange,
     );
     gateway.child.kill("SIGTERM");
     const result = await inFlight;
     expect(result.status).toBe(200);
     expect(metaOf(result.json).session_id).toBe("during-stop");
     expect(await gateway.exited).toMatchObject({ code: 0 });
-    await fetch(`${sim.url}/sim/fault`, { method: "POST", body: JSON.stringify({ kind: "none" }) });
+    sim.setFault({ kind: "none" });
   });
 });
 

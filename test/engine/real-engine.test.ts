@@ -13,7 +13,7 @@ import { ensureModel } from "../../src/engine/model-maker.js";
 import { SENT_TAIL_SLACK_TOKENS } from "../../src/engine/slots.js";
 import { runSessions, type RequestRecord } from "../../src/study/session-runner.js";
 import { generateWorkload } from "../../src/study/workload.js";
-import { metricValue, pollUntil, scrape } from "../helpers/cluster.js";
+import { metricValue, scrape } from "../helpers/cluster.js";
 import { runCli, stopProcess, type CliProcess } from "../helpers/processes.js";
 
 const MODEL = "random-llama-small";
@@ -110,7 +110,7 @@ function sseEvents(body: string): { events: TextChunk[]; done: boolean } {
 }
 
 describe("the gateway in front of two real llama.cpp engines", () => {
-  it("keeps a 6-turn session on one engine, whose prefix cache makes warm turns 3x faster", async (context) => {
+  it("keeps a 6-turn session on one engine, every warm turn finding the previous conversation cached", async (context) => {
     skipIfUnavailable(context);
     const [session] = generateWorkload({
       seed: 7,
@@ -161,7 +161,7 @@ describe("the gateway in front of two real llama.cpp engines", () => {
     context.annotate?.(
       `TTFT through the gateway: cold ${coldMs.toFixed(0)} ms, warm median ${warmMs.toFixed(0)} ms`,
     );
-    expect(warmMs * 3).toBeLessThanOrEqual(coldMs);
+    // How much sooner (wall time) is bench/engine/single-session.ts's to measure; the reuse is asserted below.
 
     // The engines' own counters agree: all the work, and all the reuse, happened on the bound engine.
     const other = engines.find((e) => e.id !== backend)!;
@@ -253,6 +253,7 @@ describe("the gateway in front of two real llama.cpp engines", () => {
         finished_reason: "abort",
       });
     const abortedBefore = await aborted();
+    const abortLines = (engine.process.output().match(/aborted a request/g) ?? []).length;
     const controller = new AbortController();
     const response = await post(
       { messages: [{ role: "user", content: "write a long story" }], max_tokens: 2000, stream: true },
@@ -261,8 +262,9 @@ describe("the gateway in front of two real llama.cpp engines", () => {
     const reader = response.body!.getReader();
     await reader.read(); // generating now
     controller.abort();
-    // The engine stops decoding at its next token and frees the slot: bounded re-checks, no sleeps.
-    await pollUntil(async () => (await aborted()) === abortedBefore + 1);
+    // The engine stops decoding at its next token, frees the slot and says so.
+    await engine.process.waitForLine(new RegExp(`(?:aborted a request[\\s\\S]*?){${abortLines + 1}}`));
+    expect(await aborted()).toBe(abortedBefore + 1);
     expect(metricValue(await scrape(engine.url), "vllm:num_requests_running", labels)).toBe(0);
   });
 

@@ -1,13 +1,20 @@
 // The gateway reads each engine's /metrics and republishes its load and prefix-cache truth.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chat, metricValue, pollUntil, scrape, startCluster, type Cluster } from "../helpers/cluster.js";
+import { ManualClock } from "../../src/core/clock.js";
+import { chat, metricValue, scrape, startCluster, type Cluster } from "../helpers/cluster.js";
+import { WatchedTimers, waitUntil } from "../helpers/wait.js";
 
 describe("engine load from the engines' own metrics", () => {
   let cluster: Cluster;
+  // The engine's /metrics is read when this clock says so (the first reading is due at start).
+  const clock = new ManualClock(1_000_000);
+  const timers = new WatchedTimers(clock);
   beforeAll(async () => {
-    cluster = await startCluster([{ id: "small-0", tier: "small" }], {
-      health: { engine_metrics_interval_seconds: 0.05 },
-    });
+    cluster = await startCluster(
+      [{ id: "small-0", tier: "small" }],
+      { health: { engine_metrics_interval_seconds: 1 } },
+      { clock, timers },
+    );
   });
   afterAll(() => cluster.close());
 
@@ -29,13 +36,14 @@ describe("engine load from the engines' own metrics", () => {
     const engine = cluster.engines.get("small-0")!;
     const expected = engine.stats();
     expect(expected.prefixCacheHits).toBeGreaterThan(0);
-    await pollUntil(async () => {
-      const metrics = await scrape(cluster.url);
-      return (
-        metricValue(metrics, "agentserve_backend_prefix_cache_hits", { backend: "small-0" }) ===
-        expected.prefixCacheHits
-      );
-    });
+    // The reading due now runs; once it is in, the next one is scheduled (the event waited on).
+    const backend = cluster.gateway.runtime.registry.get("small-0")!;
+    timers.advance(0);
+    await waitUntil(
+      "the engine's metrics read",
+      () => backend.engineLoad?.prefixCacheHits === expected.prefixCacheHits,
+      timers.onSchedule,
+    );
     const metrics = await scrape(cluster.url);
     expect(metricValue(metrics, "agentserve_backend_prefix_cache_queries", { backend: "small-0" })).toBe(
       expected.prefixCacheQueries,

@@ -1,28 +1,9 @@
 // A gateway started on a manual clock and its timers: probes, queue timeouts and the binding sweep all run on
 // them (nothing of the three happens until the test moves the clock).
 import { afterEach, describe, expect, it } from "vitest";
-import { ManualClock, ManualTimers } from "../../src/core/clock.js";
+import { ManualClock } from "../../src/core/clock.js";
 import { chat, startCluster, type Cluster } from "../helpers/cluster.js";
-import { healthChanges, waitUntil, type Subscribe } from "../helpers/wait.js";
-
-/** ManualTimers that say (just after) when a timer is scheduled (an event to wait on, instead of polling). */
-class WatchedTimers extends ManualTimers {
-  private readonly listeners = new Set<() => void>();
-
-  override after(delayMs: number, callback: () => void): () => void {
-    const cancel = super.after(delayMs, callback);
-    // Told once the caller has finished what it was doing when it scheduled (a queue timeout comes first).
-    queueMicrotask(() => {
-      for (const listener of this.listeners) listener();
-    });
-    return cancel;
-  }
-
-  readonly onSchedule: Subscribe = (wake) => {
-    this.listeners.add(wake);
-    return () => this.listeners.delete(wake);
-  };
-}
+import { WatchedTimers, healthChanges, waitUntil } from "../helpers/wait.js";
 
 const PROBE_INTERVAL_MS = 5_000;
 const QUEUE_TIMEOUT_MS = 2_000;

@@ -1,7 +1,8 @@
 // Placement end to end on simulated qwen2.5-7b engines: a hot session spills instead of piling up, uniform
 // sessions stay exact, and session-less agent templates each keep to one engine's prefix cache.
 import { describe, expect, it } from "vitest";
-import { metricValue, pollUntil, scrape, startCluster, type Cluster } from "../helpers/cluster.js";
+import { metricValue, scrape, startCluster, type Cluster } from "../helpers/cluster.js";
+import { waitUntil } from "../helpers/wait.js";
 
 const MODEL = "sim-7b";
 /** Simulated ms per wall ms: long enough hot requests to outlast the ordinary turns, short enough tests. */
@@ -135,13 +136,9 @@ async function hotSpot(loadFactor: number): Promise<HotSpotRun> {
     const hotCalls = Array.from({ length: 12 }, (_, i) =>
       turn(url, { session: HOT, system: SYSTEM, user: `tool call ${i}`, maxTokens: 600, stream: false }),
     );
-    await pollUntil(async () => {
-      const metrics = await scrape(url);
-      let atGateway = metricValue(metrics, "agentserve_queue_depth");
-      for (let i = 0; i < 4; i++)
-        atGateway += metricValue(metrics, "agentserve_backend_inflight", { backend: `e${i}` });
-      return atGateway === 12;
-    });
+    const { slots, registry } = cluster.gateway.runtime;
+    const atGateway = (): number => slots.depth + [...registry.all()].reduce((n, b) => n + b.inflight, 0);
+    await waitUntil("the fan-out at the gateway", () => atGateway() === 12, slots.changes.subscribe);
     const ordinary = await pool(
       [1, 2].flatMap((round) =>
         ORDINARY.map((session) => async () => ({

@@ -1,13 +1,7 @@
 // Streaming edge cases: failures before and after the first byte, and clients that leave mid-stream.
 import { afterEach, describe, expect, it } from "vitest";
-import {
-  chat,
-  metaOf,
-  pollUntil,
-  startCluster,
-  type AgentServeMeta,
-  type Cluster,
-} from "../helpers/cluster.js";
+import { chat, metaOf, startCluster, type AgentServeMeta, type Cluster } from "../helpers/cluster.js";
+import { waitUntil } from "../helpers/wait.js";
 
 function sseEvents(text: string): string[] {
   return text
@@ -76,10 +70,8 @@ describe("streaming through the gateway", () => {
     await reader.read(); // the first chunk arrived: the request is generating on the engine
     expect(engine.stats().running).toBe(1);
     controller.abort();
-    await pollUntil(async () => {
-      await new Promise((resolve) => setImmediate(resolve));
-      return engine.stats().running === 0;
-    });
+    const stopped = (): boolean => engine.stats().running === 0 && engine.stats().requestsAborted > 0;
+    await waitUntil("the engine's request aborted", stopped, engine.onChange);
     expect(engine.stats().requestsAborted).toBe(1);
     expect(engine.stats().requestsServed).toBe(0);
     expect(cluster.gateway.runtime.registry.get("small-0")!.inflight).toBe(0);

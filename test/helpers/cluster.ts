@@ -135,9 +135,3 @@ export interface AgentServeMeta {
 export function metaOf(json: Record<string, unknown>): AgentServeMeta {
   return json["x_agent_serve"] as AgentServeMeta;
 }
-
-/** Re-checks an asynchronous condition (each check is a real round trip) until it holds; bounded in count. */
-export async function pollUntil(condition: () => Promise<boolean>, maxChecks = 500): Promise<void> {
-  for (let i = 0; i < maxChecks; i++) if (await condition()) return;
-  throw new Error(`condition still false after ${maxChecks} checks`);
-}

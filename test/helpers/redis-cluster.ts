@@ -4,10 +4,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { Redis } from "ioredis";
 import { findExecutable } from "../../src/core/executables.js";
 import { freePort, startRedisServer, type RedisServer } from "../../src/store/redis-server.js";
-import { pollUntil } from "./cluster.js";
+import { ChangeSignal } from "../../src/core/change-signal.js";
+import { waitUntil } from "./wait.js";
 
 const run = promisify(execFile);
 
@@ -39,10 +39,18 @@ export async function startRedisCluster(
     await rm(dir, { recursive: true, force: true });
   };
   try {
+    // Each node logs "Cluster state changed: ok" once it has every slot covered: the event waited on.
+    const logs: string[] = [];
+    const logged = new ChangeSignal();
     for (let i = 0; i < nodes; i++) {
       const busPort = await freePort();
+      logs.push("");
       servers.push(
         await startRedisServer(serverPath, {
+          onOutput: (text) => {
+            logs[i] += text;
+            logged.notify();
+          },
           args: (port) => [
             "--cluster-enabled",
             "yes",
@@ -56,14 +64,11 @@ export async function startRedisCluster(
     }
     const addresses = servers.map((server) => `127.0.0.1:${server.port}`);
     await run(cliPath, ["--cluster", "create", ...addresses, "--cluster-replicas", "0", "--cluster-yes"]);
-    for (const server of servers) {
-      const client = new Redis(server.port, "127.0.0.1");
-      try {
-        await pollUntil(async () => /cluster_state:ok/.test(String(await client.cluster("INFO"))), 100_000);
-      } finally {
-        client.disconnect();
-      }
-    }
+    await waitUntil(
+      "every node's cluster state ok",
+      () => logs.every((log) => log.includes("Cluster state changed: ok")),
+      logged.subscribe,
+    );
   } catch (err) {
     await stop();
     throw err;

@@ -1,9 +1,10 @@
 // Test waits without sleeps: a condition re-checked each time an event says something may have changed.
 import type { EventEmitter } from "node:events";
 import type { BackendRegistry } from "../../src/backends/registry.js";
+import type { Subscribe } from "../../src/core/change-signal.js";
+import { ManualTimers } from "../../src/core/clock.js";
 
-/** Subscribes `wake` to some event; returns the unsubscribe function. */
-export type Subscribe = (wake: () => void) => () => void;
+export type { Subscribe };
 
 /**
  * Resolves once `condition` holds, re-checking it whenever one of the `on` events fires (never on a timer).
@@ -48,5 +49,24 @@ export function eventsOf(emitter: EventEmitter, event: string): Subscribe {
   return (wake) => {
     emitter.on(event, wake);
     return () => emitter.off(event, wake);
+  };
+}
+
+/** ManualTimers that say (just after) when a timer is scheduled (an event to wait on, instead of polling). */
+export class WatchedTimers extends ManualTimers {
+  private readonly listeners = new Set<() => void>();
+
+  override after(delayMs: number, callback: () => void): () => void {
+    const cancel = super.after(delayMs, callback);
+    // Told once the caller has finished what it was doing when it scheduled (a queue timeout comes first).
+    queueMicrotask(() => {
+      for (const listener of this.listeners) listener();
+    });
+    return cancel;
+  }
+
+  readonly onSchedule: Subscribe = (wake) => {
+    this.listeners.add(wake);
+    return () => this.listeners.delete(wake);
   };
 }

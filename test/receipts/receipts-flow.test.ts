@@ -2,7 +2,8 @@
 // each way of losing the cache (compaction, eviction, failover, spill, an expired binding, a tier change) is named.
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/core/clock.js";
-import { BIG_MODEL, metricValue, pollUntil, scrape, startCluster, type Cluster } from "../helpers/cluster.js";
+import { BIG_MODEL, metricValue, scrape, startCluster, type Cluster } from "../helpers/cluster.js";
+import { waitUntil } from "../helpers/wait.js";
 import { SYSTEM, extend, reusableOf, tokensOf, turn, type Message } from "./helpers.js";
 
 const TOKEN = "receipts-admin-token-0123456789";
@@ -135,10 +136,12 @@ describe("route receipts", () => {
       body: JSON.stringify({ messages: [{ role: "user", content: "side question" }], max_tokens: 4 }),
       signal: blocker.signal,
     }).catch(() => undefined);
-    const url = cluster.url;
-    await pollUntil(
-      async () =>
-        metricValue(await scrape(url), "agentserve_backend_inflight", { backend: one.backend }) === 1,
+    const { slots, registry } = cluster.gateway.runtime;
+    const homeBackend = registry.get(one.backend)!;
+    await waitUntil(
+      "the side question holds the home slot",
+      () => homeBackend.inflight === 1,
+      slots.changes.subscribe,
     );
     const two = await turn(cluster.url, "spills", extend(first, one, "Open the first one."));
     blocker.abort();
