@@ -5,12 +5,8 @@ import { GatewayError } from "../core/errors.js";
 import type { Backend } from "../backends/backend.js";
 import { stopReasonError, type AttemptAbort } from "./attempt-abort.js";
 import { engineErrorBody } from "./engine-error.js";
-import {
-  metadataHeaderList,
-  metadataMember,
-  spliceMemberIntoJson,
-  type AgentServeMetadata,
-} from "./response-metadata.js";
+import { metadataMember, spliceMemberIntoJson, type AgentServeMetadata } from "./response-metadata.js";
+import { answerHead, answerJson, openEventStream } from "./responder.js";
 import type { StreamBreak, StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { extractUsage, type TokenUsage } from "./usage.js";
 import {
@@ -405,16 +401,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       return;
     }
     this.env.firstToken(this.plan.meta.tier, (this.env.nowMs() - this.plan.startedAtMs) / 1000);
-    const headers = metadataHeaderList(this.plan.meta, this.plan.requestId);
-    headers.push(
-      "content-type",
-      "text/event-stream; charset=utf-8",
-      "cache-control",
-      "no-cache",
-      "x-accel-buffering",
-      "no",
-    );
-    this.res.writeHead(200, headers);
+    openEventStream(this.res, answerHead(this.plan.meta, this.plan.requestId));
     this.relay = this.plan.createRelay(metadataMember(this.plan.meta), this.plan.receipt);
   }
 
@@ -457,30 +444,27 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   private writeBuffered(body: Buffer): void {
     const out = this.status === 200 ? body : engineErrorBody(this.plan.path, body, this.status);
-    const headers = metadataHeaderList(this.plan.meta, this.plan.requestId);
-    headers.push("content-type", "application/json", "content-length", String(out.length));
+    const head = answerHead(this.plan.meta, this.plan.requestId);
     // An engine's own 429 says when to come back: the client hears it too.
     const retryAfter = this.status === 429 ? retryAfterOf(this.headers["retry-after"]) : undefined;
-    if (retryAfter !== undefined) headers.push("retry-after", String(retryAfter));
-    this.res.writeHead(this.status, headers);
-    this.res.end(out);
+    if (retryAfter !== undefined) head.push("retry-after", String(retryAfter));
+    answerJson(this.res, this.status, head, out);
   }
 
   /** A stored response's answer: its body as the engine sent it (errors in the OpenAI envelope). */
   private relayAsIs(engineBody: Buffer): void {
     this.commit();
     const out = this.status === 200 ? engineBody : engineErrorBody(this.plan.path, engineBody, this.status);
-    const headers = [
+    const { requestId } = this.plan;
+    const head = [
       "x-request-id",
-      this.plan.requestId,
+      requestId,
       "request-id",
-      this.plan.requestId,
+      requestId,
       "x-agent-serve-backend",
       this.plan.backend.id,
     ];
-    headers.push("content-type", "application/json", "content-length", String(out.length));
-    this.res.writeHead(this.status, headers);
-    this.res.end(out);
+    answerJson(this.res, this.status, head, out);
     this.succeed({ status: this.status });
   }
 

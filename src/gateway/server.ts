@@ -21,6 +21,7 @@ import {
 import { cancelRequest, type RequestContext } from "./request-context.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
+import { answerError } from "./responder.js";
 
 import { ClientClosedError } from "./client-closed.js";
 
@@ -219,22 +220,14 @@ export function createGatewayServer(
         res.destroy();
         return;
       }
-      const headers: Record<string, string> = {
-        ...error.headers(),
-        "x-request-id": ctx.requestId,
-        "request-id": ctx.requestId,
-      };
-      if (ctx.tier !== undefined) headers["x-agent-serve-tier"] = ctx.tier;
-      if (!req.complete) {
-        // The connection ends after this answer: the client is told so, and node's own close of it (destroySoon,
-        // a reset while the client still writes) becomes a lingering close.
-        headers["connection"] = "close";
+      const closing = !req.complete;
+      if (closing) {
+        // The connection ends after this answer (the responder tells the client so), and node's own close of
+        // it (destroySoon, a reset while the client still writes) becomes a lingering close.
         const socket = req.socket;
         socket.destroySoon = () => lingerThenClose(socket, lingering);
       }
-      // The Anthropic Messages routes answer in Anthropic's envelope, every other route in OpenAI's.
-      const body = ctx.path.startsWith("/v1/messages") ? error.toAnthropicJSON() : error.toJSON();
-      writeJson(res, error.status, body, headers);
+      answerError(res, ctx, error, closing);
       // A body left unread (too large, or refused before reading) is read on and discarded, a bounded
       // amount, so that the client reads this answer before the connection is cut.
       if (!req.complete) drainThenClose(req, lingering);
