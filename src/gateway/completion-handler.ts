@@ -1,45 +1,51 @@
 // POST /v1/chat/completions, /v1/completions, /v1/responses and /v1/messages: a short composition of stages
 // (turn-stages.ts, attempt-loop.ts) that read in order: admit -> parse -> identify -> route -> attempt -> settle.
-// Each stage returns what it decided; the handler records the turn's facts on the request's context once, when
-// it ends, for the log line, the metrics and the trace (the server writes them when the response is done).
+// Each stage returns what it decided as a typed record, kept in the turn's record; the handler writes that record
+// on the request's context once, when it ends, for the log line, the metrics, the trace and an error's answer
+// (the server writes them when the response is done). The answer itself is the responder's (responder.ts).
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { LookedUp } from "../affinity/placement-service.js";
-import { flowTicket, type FlowTicket } from "../admission/flow-queue/flow-ticket.js";
+import type { FlowTicket } from "../admission/flow-queue/flow-ticket.js";
 import { GatewayError } from "../core/errors.js";
 import type { Receipt } from "../receipts/receipt-rules.js";
-import { admit, estimatePromptTokens, type Admission, type BudgetHold } from "./admit.js";
+import { admit, type Admission, type BudgetHold } from "./admit.js";
 import { runAttemptLoop, type AttemptLoopDeps, type AttemptsMade } from "./attempt-loop.js";
-import type { Endpoint } from "./completion-request.js";
+import type { CompletionRequest, Endpoint } from "./completion-request.js";
 import type { RequestContext } from "./request-context.js";
 import { OwnerWriteGate } from "./owner-write-gate.js";
 import { readBody } from "./read-body.js";
 import { rememberResponse } from "./response-chain.js";
-import { routeRequest, type RouteDecision, type RouteDeps } from "./route-tier.js";
+import type { RouteDeps } from "./route-tier.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import {
   chargeTurn,
   identifyTurn,
   parseTurn,
-  releaseHold,
+  routedRequest,
+  routeTurn,
   settleAnswer,
-  startHold,
-  upstreamBodies,
+  turnFlow,
   type ParsedTurn,
   type TurnSession,
 } from "./turn-stages.js";
 import type { TokenUsage } from "./usage.js";
 
-const PATHS: Record<Endpoint, string> = {
-  chat: "/v1/chat/completions",
-  completions: "/v1/completions",
-  responses: "/v1/responses",
-  messages: "/v1/messages",
-};
-
 /** What a completion uses of the gateway besides the request's live snapshot. */
 export type CompletionDeps = AttemptLoopDeps &
   RouteDeps &
   Pick<GatewayParts, "clock" | "metrics" | "responseOwners" | "receipts" | "scheduler" | "slots">;
+
+/** The turn's record: what each stage returned, as far as the turn got. */
+interface TurnRecord {
+  admission?: Admission;
+  parsed?: ParsedTurn;
+  session?: TurnSession;
+  tier?: string;
+  hold?: BudgetHold | undefined;
+  flow?: FlowTicket;
+  made?: AttemptsMade;
+  usage?: TokenUsage | undefined;
+  receipt?: Receipt | undefined;
+}
 
 export async function handleCompletion(
   deps: CompletionDeps,
@@ -52,119 +58,58 @@ export async function handleCompletion(
   countTokens = false,
 ): Promise<void> {
   const { settings } = live;
-  const charged = !countTokens;
-  let admission: Admission | undefined;
-  let parsed: ParsedTurn | undefined;
-  let session: TurnSession | undefined;
-  let tier: string | undefined;
-  let flow: FlowTicket | undefined;
-  let hold: BudgetHold | undefined;
-  let made: AttemptsMade | undefined;
-  let usage: TokenUsage | undefined;
-  let receipted: Receipt | undefined;
+  const turn: TurnRecord = {};
   try {
-    // 1. Admit (the API key was checked by the server). 2. Parse, and name the session.
-    admission = admit(req.headersDistinct, ctx.apiKey, settings, live.budgets, deps.clock.nowMs());
-    parsed = parseTurn(await readBody(req, settings.maxBodyBytes), endpoint, settings);
+    const admission = admit(req.headersDistinct, ctx.apiKey, settings, live.budgets, deps.clock.nowMs());
+    turn.admission = admission;
+    const parsed = (turn.parsed = parseTurn(await readBody(req, settings.maxBodyBytes), endpoint, settings));
     const { request } = parsed;
     const identifying = identifyTurn(deps, req, endpoint, request, settings, ctx.requestId);
-    session = identifying instanceof Promise ? await identifying : identifying;
-    const sessionId = session.sessionId;
-    // 3. Route, with the budget hold and the previous turn's receipt read alongside.
-    const receipt =
-      charged && settings.receipts.enabled ? deps.receipts.begin(session.sessionId, request) : undefined;
-    const holding = startHold(admission, request, charged, deps.clock.nowMs());
-    let route: RouteDecision;
-    let binding: LookedUp;
-    try {
-      // The session's binding, looked up once for the turn: routing reads it, the first attempt places by it.
-      binding = await deps.scheduler.lookup(session.sessionId);
-      // The answer carries the receipt only once the previous turn is in (a shared store's read is bounded).
-      if (receipt !== undefined && !receipt.loaded) await receipt.reading;
-      const routing = routeRequest(
-        deps,
-        live,
-        admission.client,
-        session.sessionId,
-        request,
-        session.conversation,
-        binding.binding,
-      );
-      route = routing instanceof Promise ? await routing : routing;
-    } catch (err) {
-      releaseHold(holding, deps.clock);
-      throw err;
-    }
-    tier = route.tier;
-    hold = await holding;
-    // Who goes next when the engine is full: the request's flow (agent, else the client's session) and band.
-    flow = flowTicket(settings.admission, {
-      agentId: admission.agentId,
-      sessionId: session.flowSessionId,
-      priority: admission.client.priority,
-      keyMaxPriority: ctx.apiKey?.maxPriority,
-      estimatedTokens: estimatePromptTokens(request),
-    });
-    // 4. Attempt (the answering attempt writes the answer), 5. settle. With a shared owner store, a stored
-    // response's owner is written before its answer completes (read-your-writes across replicas).
-    const gate =
-      endpoint === "responses" && request.store && sessionId !== undefined && deps.responseOwners.shared
-        ? new OwnerWriteGate(res, (id, backendId) => rememberResponse(deps, id, backendId, sessionId))
-        : undefined;
-    made = await runAttemptLoop(
-      deps,
-      live,
-      {
-        tier,
-        tierSource: route.source,
-        sessionId: session.sessionId,
-        sessionSource: session.source,
-        path: countTokens ? "/v1/messages/count_tokens" : PATHS[endpoint],
-        bodies: upstreamBodies(parsed, hold),
-        adaptation: parsed.adaptation,
-        stream: request.stream,
-        responses: endpoint === "responses",
-        messages: endpoint === "messages",
-        onlyBackend: route.onlyBackend,
-        placement: request,
-        binding,
-        flow,
-        receipt,
-        continuable: countTokens ? undefined : { endpoint, body: request.body }, // [continuation]
-      },
-      gate ?? res,
-      ctx,
-    );
-    if (made.result === undefined)
-      throw route.onlyBackend === undefined
-        ? made.error
-        : namingTheConversation(made.error, request.previousResponseId!);
-    const settling = settleAnswer(deps, parsed, session, tier, made, receipt, charged, gate?.writtenId);
-    ({ usage, receipt: receipted } = settling instanceof Promise ? await settling : settling);
+    const session = (turn.session = identifying instanceof Promise ? await identifying : identifying);
+    const routed = await routeTurn(deps, live, admission, parsed, session, !countTokens);
+    turn.tier = routed.route.tier;
+    const hold = (turn.hold = await routed.holding);
+    const flow = (turn.flow = turnFlow(settings, admission, session, ctx.apiKey, request));
+    const gate = ownerGate(deps, endpoint, request, session.sessionId, res);
+    const attempts = routedRequest(endpoint, countTokens, parsed, session, routed, hold, flow);
+    const made = (turn.made = await runAttemptLoop(deps, live, attempts, gate ?? res, ctx));
+    if (made.result === undefined) throw unanswered(made, request, routed.route.onlyBackend);
+    const settling = settleAnswer(deps, parsed, session, routed, made, !countTokens, gate?.writtenId);
+    ({ usage: turn.usage, receipt: turn.receipt } = settling instanceof Promise ? await settling : settling);
   } finally {
-    if (flow !== undefined) chargeTurn(deps, parsed!.request, hold, flow, usage, made?.generatedEvents);
-    recordTurn(ctx, admission, parsed, session, tier, flow, made, receipted);
+    const { flow, made } = turn;
+    if (flow !== undefined)
+      chargeTurn(deps, turn.parsed!.request, turn.hold, flow, turn.usage, made?.generatedEvents);
+    recordTurn(ctx, turn);
   }
 }
 
-/** The turn's facts on the request's context, once, for its log line, metrics and trace. */
-function recordTurn(
-  ctx: RequestContext,
-  admission: Admission | undefined,
-  parsed: ParsedTurn | undefined,
-  session: TurnSession | undefined,
-  tier: string | undefined,
-  flow: FlowTicket | undefined,
-  made: AttemptsMade | undefined,
-  receipt: Receipt | undefined,
-): void {
-  ctx.agentId = admission?.agentId;
+/**
+ * With a shared owner store, a stored response's owner is written before its answer completes (read-your-writes
+ * across replicas): the gate holds the answer's end until then.
+ */
+function ownerGate(
+  deps: CompletionDeps,
+  endpoint: Endpoint,
+  request: CompletionRequest,
+  sessionId: string | undefined,
+  res: ServerResponse,
+): OwnerWriteGate | undefined {
+  if (endpoint !== "responses" || !request.store || sessionId === undefined || !deps.responseOwners.shared)
+    return undefined;
+  return new OwnerWriteGate(res, (id, backendId) => rememberResponse(deps, id, backendId, sessionId));
+}
+
+/** The turn's facts on the request's context, once, for its log line, metrics, trace and error answer. */
+function recordTurn(ctx: RequestContext, turn: TurnRecord): void {
+  const { parsed, session, made } = turn;
+  ctx.agentId = turn.admission?.agentId;
   if (parsed?.prompt !== undefined) ctx.prompt = parsed.prompt;
   if (parsed?.adaptation !== undefined) ctx.adapted = parsed.adaptation.changes;
   ctx.sessionId = session?.sessionId;
   ctx.sessionSource = session?.source;
-  if (tier !== undefined) ctx.tier = tier;
-  if (flow !== undefined) ctx.band = flow.band;
+  if (turn.tier !== undefined) ctx.tier = turn.tier;
+  if (turn.flow !== undefined) ctx.band = turn.flow.band;
   if (made !== undefined) {
     const selection = made.selection;
     ctx.attempts = made.attempts;
@@ -182,16 +127,25 @@ function recordTurn(
     }
     if (made.migrated !== undefined) ctx.migrated = made.migrated;
   }
-  if (receipt !== undefined) ctx.receipt = receipt;
+  if (turn.receipt !== undefined) ctx.receipt = turn.receipt;
 }
 
-/** An engine failure while continuing a stored response: say which response's engine failed (no failover). */
-function namingTheConversation(err: unknown, responseId: string): unknown {
+/**
+ * Why no attempt answered. Continuing a stored response, an engine failure says which response's engine failed
+ * (only that engine could answer: no failover).
+ */
+function unanswered(
+  made: AttemptsMade,
+  request: CompletionRequest,
+  onlyBackend: string | undefined,
+): unknown {
+  const err = made.error;
+  if (onlyBackend === undefined) return err;
   if (!(err instanceof GatewayError) || (err.code !== "upstream_error" && err.code !== "upstream_timeout"))
     return err;
   return new GatewayError(
     err.code,
-    `the engine that stores response '${responseId}' failed, and no other engine can continue it: ${err.message}`,
+    `the engine that stores response '${request.previousResponseId!}' failed, and no other engine can continue it: ${err.message}`,
     { param: "previous_response_id" },
   );
 }

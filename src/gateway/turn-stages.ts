@@ -1,14 +1,21 @@
 // The stages of a completion turn that the handler composes (completion-handler.ts): each takes only what it
 // needs and returns what it decided as a typed record; none writes the request's context.
 import type { IncomingMessage } from "node:http";
-import type { FlowTicket } from "../admission/flow-queue/flow-ticket.js";
-import { serviceTokens } from "../admission/flow-queue/flow-ticket.js";
+import type { LookedUp } from "../affinity/placement-service.js";
+import { flowTicket, serviceTokens, type FlowTicket } from "../admission/flow-queue/flow-ticket.js";
 import type { Clock } from "../core/clock.js";
 import type { PendingReceipt } from "../receipts/turn-receipts.js";
 import type { Receipt } from "../receipts/receipt-rules.js";
 import { adaptRequest, type Adaptation } from "./adaptation/adapt-request.js";
-import { reserveBudget, streamedUsage, type Admission, type BudgetHold } from "./admit.js";
-import type { AttemptsMade } from "./attempt-loop.js";
+import {
+  estimatePromptTokens,
+  reserveBudget,
+  streamedUsage,
+  type Admission,
+  type BudgetHold,
+} from "./admit.js";
+import type { AttemptsMade, RoutedRequest } from "./attempt-loop.js";
+import type { ApiKeyEntry } from "./client-auth.js";
 import {
   lastTurnText,
   parseCompletionRequest,
@@ -16,6 +23,8 @@ import {
   type Endpoint,
 } from "./completion-request.js";
 import { continuedConversation, rememberResponse, type Conversation } from "./response-chain.js";
+import { routeRequest, type RouteDecision } from "./route-tier.js";
+import type { LiveState } from "./runtime.js";
 import { identifySession } from "./session-identity.js";
 import type { CompletionDeps } from "./completion-handler.js";
 import type { GatewaySettings } from "./settings.js";
@@ -83,31 +92,115 @@ export function identifyTurn(
   return continued instanceof Promise ? continued.then(sessionOf) : sessionOf(continued);
 }
 
-/**
- * The budget hold of a turn, started before routing so that, with both stores in Redis, its round trip runs
- * alongside the binding lookup's. A refusal rejects it (awaited, and thrown, once routing is done).
- */
-export function startHold(
-  admission: Admission,
-  request: CompletionRequest,
-  charged: boolean,
-  nowMs: number,
-): Promise<BudgetHold | undefined> {
-  if (!charged) return NO_HOLD;
-  const holding = reserveBudget(admission, request, nowMs);
-  void holding.catch(() => undefined);
-  return holding;
+/** Stage 3: the turn's tier and its session's binding, with its budget hold and receipt read alongside. */
+export interface RoutedTurn {
+  readonly route: RouteDecision;
+  /** The session's binding, looked up once for the turn: routing reads it, the first attempt places by it. */
+  readonly binding: LookedUp;
+  /** The budget hold (awaited once the tier is known: a refusal's answer still names the tier). */
+  readonly holding: Promise<BudgetHold | undefined>;
+  /** The turn's route receipt in the making, when it is receipted. */
+  readonly receipt: PendingReceipt | undefined;
 }
 
-/** Routing failed: its error is the answer, and a hold granted meanwhile is freed. */
-export function releaseHold(holding: Promise<BudgetHold | undefined>, clock: Clock): void {
-  void holding.then(
-    (granted) => granted?.settle(undefined, clock.nowMs()),
-    () => undefined,
-  );
+/**
+ * Routes the turn. The budget hold starts first, so that with both stores in Redis its round trip runs
+ * alongside the binding lookup's; the answer carries the receipt only once the previous turn is in (a shared
+ * store's read is bounded). Routing failed: its error is the answer, and a hold granted meanwhile is freed.
+ */
+export async function routeTurn(
+  deps: CompletionDeps,
+  live: LiveState,
+  admission: Admission,
+  parsed: ParsedTurn,
+  session: TurnSession,
+  charged: boolean,
+): Promise<RoutedTurn> {
+  const { request } = parsed;
+  const { sessionId } = session;
+  const receipt =
+    charged && live.settings.receipts.enabled ? deps.receipts.begin(sessionId, request) : undefined;
+  const holding = charged ? reserveBudget(admission, request, deps.clock.nowMs()) : NO_HOLD;
+  void holding.catch(() => undefined);
+  try {
+    const binding = await deps.scheduler.lookup(sessionId);
+    if (receipt !== undefined && !receipt.loaded) await receipt.reading;
+    const { client } = admission;
+    const routing = routeRequest(
+      deps,
+      live,
+      client,
+      sessionId,
+      request,
+      session.conversation,
+      binding.binding,
+    );
+    return { route: routing instanceof Promise ? await routing : routing, binding, holding, receipt };
+  } catch (err) {
+    void holding.then(
+      (granted) => granted?.settle(undefined, deps.clock.nowMs()),
+      () => undefined,
+    );
+    throw err;
+  }
 }
 
 const NO_HOLD: Promise<BudgetHold | undefined> = Promise.resolve(undefined);
+
+/** Who goes next when the engine is full: the request's flow (its agent, else the client's session) and band. */
+export function turnFlow(
+  settings: GatewaySettings,
+  admission: Admission,
+  session: TurnSession,
+  apiKey: ApiKeyEntry | undefined,
+  request: CompletionRequest,
+): FlowTicket {
+  return flowTicket(settings.admission, {
+    agentId: admission.agentId,
+    sessionId: session.flowSessionId,
+    priority: admission.client.priority,
+    keyMaxPriority: apiKey?.maxPriority,
+    estimatedTokens: estimatePromptTokens(request),
+  });
+}
+
+const PATHS: Record<Endpoint, string> = {
+  chat: "/v1/chat/completions",
+  completions: "/v1/completions",
+  responses: "/v1/responses",
+  messages: "/v1/messages",
+};
+
+/** Stage 4's input: what every attempt of the turn sends, and where (count_tokens: placed, never charged). */
+export function routedRequest(
+  endpoint: Endpoint,
+  countTokens: boolean,
+  parsed: ParsedTurn,
+  session: TurnSession,
+  routed: RoutedTurn,
+  hold: BudgetHold | undefined,
+  flow: FlowTicket,
+): RoutedRequest {
+  const { request } = parsed;
+  return {
+    tier: routed.route.tier,
+    tierSource: routed.route.source,
+    sessionId: session.sessionId,
+    sessionSource: session.source,
+    path: countTokens ? "/v1/messages/count_tokens" : PATHS[endpoint],
+    bodies: upstreamBodies(parsed, hold),
+    adaptation: parsed.adaptation,
+    stream: request.stream,
+    responses: endpoint === "responses",
+    messages: endpoint === "messages",
+    onlyBackend: routed.route.onlyBackend,
+    placement: request,
+    binding: routed.binding,
+    flow,
+    receipt: routed.receipt,
+    continuable: countTokens ? undefined : { endpoint, body: request.body }, // [continuation]
+  };
+}
 
 /** The bodies every attempt of the turn may send (re-encoded only when the gateway adapted the request). */
 export function upstreamBodies(parsed: ParsedTurn, hold: BudgetHold | undefined): UpstreamBodies {
@@ -138,15 +231,16 @@ export function settleAnswer(
   deps: CompletionDeps,
   parsed: ParsedTurn,
   session: TurnSession,
-  tier: string,
+  routed: RoutedTurn,
   made: AttemptsMade,
-  receipt: PendingReceipt | undefined,
   charged: boolean,
   /** The owner already written while the answer streamed (owner-write-gate.ts), not to be written again. */
   ownerWritten: string | undefined,
 ): SettledTurn | Promise<SettledTurn> {
   const result = made.result!;
   const backend = made.selection?.backend;
+  const { tier } = routed.route;
+  const { receipt } = routed;
   if (
     result.responseId !== undefined &&
     parsed.request.store &&
