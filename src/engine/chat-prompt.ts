@@ -3,7 +3,7 @@
 // Tokenizing message by message (never the whole conversation as one string) makes a conversation's ids a prefix
 // of the ids of every longer conversation that starts with it: what prefix caching needs. Message text is never
 // parsed for special tokens, so a user cannot forge a turn marker.
-import type { ChatMessage } from "../sim/chat-template.js";
+import type { ChatMessage } from "../surface/chat-messages.js";
 import type { LlamaModel } from "./llama-binding.js";
 
 const IM_START = "<|im_start|>";

@@ -8,7 +8,7 @@ import {
   messagesStopReason,
   messagesUsage,
   type MessageIdentity,
-} from "../sim/messages-shapes.js";
+} from "../surface/messages-shapes.js";
 import type { FinishedGeneration } from "./llama-engine.js";
 
 export class EngineMessagesAnswer {

@@ -2,9 +2,9 @@
 //
 // Validation is the simulator's (vLLM's rules and messages); this adds what the llama.cpp engine does not serve
 // and its context limit, worded as vLLM words it ("messages" for chat, "prompt" for completions).
-import { badRequest, checkServedModel } from "../sim/errors.js";
-import { parseMessagesRequest, promptTools } from "../sim/messages-request.js";
-import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "../sim/request-parser.js";
+import { badRequest, checkServedModel } from "../surface/errors.js";
+import { parseMessagesRequest, promptTools } from "../surface/messages-request.js";
+import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "../surface/request-parser.js";
 import { ENGINE_DEFAULTS } from "./defaults.js";
 import type { LlamaEngine, Sampling } from "./llama-engine.js";
 

@@ -1,17 +1,19 @@
 // The real engine's HTTP surface: vLLM's OpenAI-compatible chat and text completions, the Anthropic Messages API,
 // /v1/models, /metrics, /health.
 //
-// Request validation, error envelopes and response shapes are the simulator's (src/sim), which follow vLLM: the
-// gateway and its clients cannot tell the two engines apart by their answers, only by their timings.
-import { zeroCounters, type ServerCounters } from "../sim/server.js";
+// Request validation, error envelopes, response shapes and routes are the engine surface's (src/surface), which the
+// simulator serves too and which follow vLLM: the gateway and its clients cannot tell the two engines apart by their
+// answers, only by their timings.
+import { zeroCounters, type ServerCounters } from "../surface/counters.js";
+import { ANTHROPIC_ROUTES, INFO_ROUTES, OPENAI_ROUTES, routeTable } from "../surface/routes.js";
 import { writeJson } from "../core/write-json.js";
 import { ChangeSignal } from "../core/change-signal.js";
-import { answerInfoRoute, type InfoSource } from "../sim/info-routes.js";
+import { answerInfoRoute, type InfoSource } from "../surface/info-routes.js";
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { readJsonBody } from "../sim/http-body.js";
-import { sendError, sendRouteError, SimRequestError } from "../sim/errors.js";
+import { readJsonBody } from "../surface/http-body.js";
+import { sendError, sendRouteError, SimRequestError } from "../surface/errors.js";
 import {
   chatCompletionBody,
   completionBody,
@@ -19,11 +21,11 @@ import {
   SseChunks,
   usage,
   type Usage,
-} from "../sim/openai-shapes.js";
+} from "../surface/openai-shapes.js";
 import { ENGINE_DEFAULTS } from "./defaults.js";
 import type { FinishedGeneration, LlamaEngine } from "./llama-engine.js";
 import { EngineMessagesAnswer } from "./messages-answer.js";
-import { sendAnthropicError } from "../sim/messages-shapes.js";
+import { sendAnthropicError } from "../surface/messages-shapes.js";
 import {
   parseEngineMessagesRequest,
   parseEngineRequest,
@@ -35,17 +37,7 @@ import type { EngineMetrics } from "./metrics.js";
 /** What the server has seen, as the handle's stats() reports it: the same counters as the simulator's. */
 export type EngineCounters = ServerCounters;
 
-const ROUTES = new Map<string, readonly string[]>([
-  ["/health", ["GET"]],
-  ["/ping", ["GET", "POST"]],
-  ["/version", ["GET"]],
-  ["/metrics", ["GET"]],
-  ["/v1/models", ["GET"]],
-  ["/v1/chat/completions", ["POST"]],
-  ["/v1/completions", ["POST"]],
-  ["/v1/messages", ["POST"]],
-  ["/v1/messages/count_tokens", ["POST"]],
-]);
+const ROUTES = routeTable(INFO_ROUTES, OPENAI_ROUTES, ANTHROPIC_ROUTES);
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 

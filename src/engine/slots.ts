@@ -18,7 +18,7 @@
 // slot. That also survives a re-tokenized reply, but lets a new conversation whose system prompt is most of another
 // conversation's state overwrite that history while a slot is free.
 
-import { SimRequestError } from "../sim/errors.js";
+import { SimRequestError } from "../surface/errors.js";
 
 /**
  * Why a request waiting for a slot never got one: withdrawn by its signal (the client left), or the engine is

@@ -8,8 +8,8 @@
 import type { Endpoint } from "../gateway/completion-request.js";
 import { hashBlock } from "../sim/block-hash.js";
 import { renderChat } from "../sim/chat-template.js";
-import { parseMessagesRequest, promptTools } from "../sim/messages-request.js";
-import { parseChatRequest, parseCompletionRequest } from "../sim/request-parser.js";
+import { parseMessagesRequest, promptTools } from "../surface/messages-request.js";
+import { parseChatRequest, parseCompletionRequest } from "../surface/request-parser.js";
 import { encode } from "../sim/tokenizer.js";
 import { rootKeyOf } from "./engine-index.js";
 

@@ -5,22 +5,12 @@
 // reply the engine generated lines up with the same reply sent back as an assistant message.
 import { pythonJson } from "./json-schema-values.js";
 import { SPECIAL_TOKENS, encodeInto } from "./tokenizer.js";
+import type { ChatMessage } from "../surface/chat-messages.js";
+
+export type { ChatMessage, ChatToolCall } from "../surface/chat-messages.js";
 
 /** Qwen2.5's template inserts this when the conversation has no system message. */
 export const DEFAULT_SYSTEM_PROMPT = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
-
-export interface ChatToolCall {
-  id?: string;
-  type?: string;
-  function: { name: string; arguments: string };
-}
-
-export interface ChatMessage {
-  role: "system" | "developer" | "user" | "assistant" | "tool" | "function";
-  /** Text of the message; parts were already joined by the request parser. */
-  content: string;
-  toolCalls?: ChatToolCall[];
-}
 
 export interface RenderOptions {
   /** JSON-able tool definitions from the request, rendered into the system turn as Qwen's template does. */

@@ -12,7 +12,7 @@ import {
   type FinishReasonOut,
   type ResponseIdentity,
   type Usage,
-} from "./openai-shapes.js";
+} from "../surface/openai-shapes.js";
 import type { EngineRequest } from "./request.js";
 import { parseToolOutput, ToolCallStreamer, type ToolCallPlan } from "./tool-calls.js";
 

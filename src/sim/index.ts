@@ -19,7 +19,7 @@ import { SimTimeline } from "./sim-timeline.js";
 import { mixSeed } from "./text-generator.js";
 import { DEFAULT_TOOL_CALL_RATES } from "./tool-calls.js";
 import type { ToolTypeSupport } from "./responses-tools.js";
-import type { SystemMessagesMode } from "./messages-request.js";
+import type { SystemMessagesMode } from "../surface/messages-request.js";
 
 export type { SimFault } from "./faults.js";
 export { parseFault, parseFaultSpec } from "./faults.js";

@@ -12,8 +12,8 @@ import {
   messagesUsage,
   toolUseId,
   type MessagesContentBlock,
-} from "./messages-shapes.js";
-import { usage as chatUsage } from "./openai-shapes.js";
+} from "../surface/messages-shapes.js";
+import { usage as chatUsage } from "../surface/openai-shapes.js";
 import type { EngineRequest } from "./request.js";
 import { parseToolOutput, ToolCallStreamer, type StreamDelta, type ToolCallPlan } from "./tool-calls.js";
 

@@ -1,6 +1,6 @@
 // Validates `POST /v1/responses` bodies (the subset vLLM serves) into typed requests with chat messages.
 import type { ChatMessage, ChatToolCall } from "./chat-template.js";
-import { badRequest } from "./errors.js";
+import { badRequest } from "../surface/errors.js";
 import { parseOutputFormat, type OutputFormat } from "./structured-output.js";
 import { parseToolChoice, type ToolChoice, type ToolFunction } from "./tool-calls.js";
 import {

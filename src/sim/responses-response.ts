@@ -6,7 +6,7 @@ import type { ChatMessage, ChatToolCall } from "./chat-template.js";
 import type { RequestListener } from "./engine-loop.js";
 import { EventStreamResponse } from "./event-stream-response.js";
 import type { ResponseHost } from "./generation-response.js";
-import { usage as chatUsage } from "./openai-shapes.js";
+import { usage as chatUsage } from "../surface/openai-shapes.js";
 import type { EngineRequest } from "./request.js";
 import type { ResponseStore } from "./response-store.js";
 import type { ResponsesRequest } from "./responses-request.js";

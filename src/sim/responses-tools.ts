@@ -8,7 +8,7 @@
 // accepted and never offered: only gpt-oss with a `--tool-server` runs web_search_preview or code_interpreter.
 // vLLM's harmony path (gpt-oss models) refuses every type but function and the built-in ones with
 // `tool type <type> not supported` (vllm/entrypoints/openai/parser/harmony_utils.py, get_developer_message).
-import { badRequest } from "./errors.js";
+import { badRequest } from "../surface/errors.js";
 import type { ToolFunction } from "./tool-calls.js";
 
 /** Whose tool handling the engine follows: vLLM's for most models, or its harmony path's (gpt-oss). */

@@ -16,27 +16,29 @@ import {
   sendError,
   sendRouteError,
   SimRequestError,
-} from "./errors.js";
+} from "../surface/errors.js";
 import { HEALTHY, parseFault, shouldInjectError, type SimFault } from "./faults.js";
 import { GenerationResponse, type ResponseHost, type ResponseOutcome } from "./generation-response.js";
-import { readJsonBody, requestSessionId } from "./http-body.js";
+import { readJsonBody, requestSessionId } from "../surface/http-body.js";
 import type { SimMetrics } from "./metrics.js";
-import { answerInfoRoute, type InfoSource } from "./info-routes.js";
-import { parseMessagesRequest, promptTools, type SystemMessagesMode } from "./messages-request.js";
+import { answerInfoRoute, type InfoSource } from "../surface/info-routes.js";
+import { parseMessagesRequest, promptTools, type SystemMessagesMode } from "../surface/messages-request.js";
 import { MessagesResponse } from "./messages-response.js";
-import { sendAnthropicError } from "./messages-shapes.js";
-import type { Usage } from "./openai-shapes.js";
+import { sendAnthropicError } from "../surface/messages-shapes.js";
+import type { Usage } from "../surface/openai-shapes.js";
 import type { SimProfile } from "./profiles.js";
 import { planChatReply } from "./reply-plan.js";
 import { chatPrompt } from "./continued-prompt.js";
 import { createEngineRequest } from "./request-factory.js";
-import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "./request-parser.js";
+import { parseChatRequest, parseCompletionRequest, type GenerateRequest } from "../surface/request-parser.js";
 import type { EngineRequest } from "./request.js";
 import type { SimScript } from "./script.js";
 import type { ToolCallPlan, ToolCallRates } from "./tool-calls.js";
 import { encode } from "./tokenizer.js";
 import type { ToolTypeSupport } from "./responses-tools.js";
 import { ChangeSignal } from "../core/change-signal.js";
+import { zeroCounters, type ServerCounters } from "../surface/counters.js";
+import { INFO_ROUTES, OPENAI_ROUTES, routeTable } from "../surface/routes.js";
 
 export interface SimServerDeps {
   model: string;
@@ -63,40 +65,7 @@ export interface SimServerDeps {
   resetPrefixCache?: () => boolean;
 }
 
-/** What the server has seen, as the handle's stats() reports it. */
-export interface ServerCounters {
-  requestsReceived: number;
-  requestsServed: number;
-  requestsRejected: number;
-  requestsFailed: number;
-  requestsAborted: number;
-  promptTokens: number;
-  cachedTokens: number;
-  completionTokens: number;
-}
-
-/** Fresh counters, all zero (the simulated and the real engine server both start from these). */
-export function zeroCounters(): ServerCounters {
-  return {
-    requestsReceived: 0,
-    requestsServed: 0,
-    requestsRejected: 0,
-    requestsFailed: 0,
-    requestsAborted: 0,
-    promptTokens: 0,
-    cachedTokens: 0,
-    completionTokens: 0,
-  };
-}
-
-const ROUTES = new Map<string, readonly string[]>([
-  ["/health", ["GET"]],
-  ["/ping", ["GET", "POST"]],
-  ["/version", ["GET"]],
-  ["/metrics", ["GET"]],
-  ["/v1/models", ["GET"]],
-  ["/v1/chat/completions", ["POST"]],
-  ["/v1/completions", ["POST"]],
+const ROUTES = routeTable(INFO_ROUTES, OPENAI_ROUTES, [
   ["/sim/fault", ["GET", "POST"]],
   ["/sim/stats", ["GET"]],
   ["/sim/kv-events", ["GET"]],

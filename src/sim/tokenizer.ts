@@ -16,8 +16,7 @@ export const SPECIAL_TOKENS = {
 
 /** Ordinary token ids are in [0, this). */
 export const REGULAR_VOCAB_SIZE = 151_643;
-/** Qwen2.5's embedding rows: the largest id a completions prompt may send is one less. */
-export const VOCAB_SIZE = 151_936;
+export { VOCAB_SIZE } from "../surface/vocab.js";
 
 const CHARS_PER_TOKEN = SIM_DEFAULTS.charsPerToken;
 

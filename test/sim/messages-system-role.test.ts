@@ -1,7 +1,7 @@
 // A role "system" message inside a Messages request's `messages`: rendered in place (vLLM 0.24 to 0.25.1), or
 // refused as vLLM before 0.24 refused it.
 import { describe, expect, it } from "vitest";
-import { parseMessagesRequest } from "../../src/sim/messages-request.js";
+import { parseMessagesRequest } from "../../src/surface/messages-request.js";
 
 const BODY = {
   model: "m",

@@ -1,7 +1,7 @@
 // SSE chunks are assembled from precomputed fragments: they must be byte for byte what JSON.stringify would give
 // for vLLM's chunk objects (same keys, same order), whatever the text, id or model contain.
 import { describe, expect, it } from "vitest";
-import { SseChunks, usage } from "../../src/sim/openai-shapes.js";
+import { SseChunks, usage } from "../../src/surface/openai-shapes.js";
 
 const IDENTITY = { id: 'chatcmpl-"quoted"\\', created: 1_764_682_000, model: "Qwén/m\u2028odel" };
 const TEXTS = [" the", "", 'a"b\\', "é\n\t", "\u0001"];

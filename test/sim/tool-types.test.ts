@@ -1,8 +1,8 @@
 // Which tool types the simulator accepts, offers and refuses, as vLLM does: Responses tools (namespaces,
 // hosted tools, the gpt-oss path), chat-completions tools (type defaults to function), Messages tools.
 import { describe, expect, it } from "vitest";
-import { parseAnthropicTools } from "../../src/sim/anthropic-tools.js";
-import { SimRequestError } from "../../src/sim/errors.js";
+import { parseAnthropicTools } from "../../src/surface/anthropic-tools.js";
+import { SimRequestError } from "../../src/surface/errors.js";
 import { parseResponsesRequest } from "../../src/sim/responses-request.js";
 import { normaliseToolChoice, parseResponsesTools } from "../../src/sim/responses-tools.js";
 import { parseChatTools } from "../../src/sim/tool-calls.js";

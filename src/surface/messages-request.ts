@@ -1,10 +1,10 @@
 // Reads an Anthropic Messages API request (POST /v1/messages) into the engine's chat form, as vLLM's Anthropic
 // endpoint does: system and messages become chat turns, tool_use and tool_result blocks become tool calls and
 // tool results, custom tools become function tools.
-import type { ChatMessage, ChatToolCall } from "./chat-template.js";
+import type { ChatMessage, ChatToolCall } from "./chat-messages.js";
 import { parseAnthropicTools } from "./anthropic-tools.js";
 import { badRequest } from "./errors.js";
-import type { ToolChoice, ToolFunction } from "./tool-calls.js";
+import type { ToolChoice, ToolFunction } from "./tool-requests.js";
 
 type Json = Record<string, unknown>;
 

@@ -5,7 +5,7 @@ import type { ServerResponse } from "node:http";
 import { anthropicType } from "../core/errors.js";
 import { writeJson } from "../core/write-json.js";
 import type { SimRequestError } from "./errors.js";
-import type { StreamDelta } from "./tool-calls.js";
+import type { StreamDelta } from "./tool-requests.js";
 
 export type MessagesStopReason = "end_turn" | "max_tokens" | "tool_use";
 

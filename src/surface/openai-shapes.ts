@@ -3,7 +3,7 @@
 // Streaming chunks are assembled from a per-response prefix string rather than JSON.stringify of a fresh object:
 // the SSE path runs once per token per client, and this keeps it cheap.
 
-import type { PlannedCall, StreamDelta } from "./tool-calls.js";
+import type { PlannedCall, StreamDelta } from "./tool-requests.js";
 
 export type FinishReasonOut = "stop" | "length" | "abort" | "tool_calls";
 

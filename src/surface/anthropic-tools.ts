@@ -4,7 +4,7 @@
 // custom tools (Claude Code sends its tools without a `type`) pass, and a server tool such as
 // `{"type": "web_search_20250305", "name": "web_search"}`, which has no input_schema, is a 400 validation error.
 import { badRequest } from "./errors.js";
-import type { ToolFunction } from "./tool-calls.js";
+import type { ToolFunction } from "./tool-requests.js";
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);

@@ -2,11 +2,11 @@
 //
 // Fields vLLM accepts but the simulator has no use for (temperature, top_p, stop, logprobs, ...) are
 // type-checked where vLLM would reject a wrong type, then ignored.
-import type { ChatMessage, ChatToolCall } from "./chat-template.js";
+import type { ChatMessage, ChatToolCall } from "./chat-messages.js";
 import { badRequest } from "./errors.js";
-import { parseOutputFormat, type OutputFormat } from "./structured-output.js";
-import { parseChatTools, parseToolChoice, type ToolChoice, type ToolFunction } from "./tool-calls.js";
-import { VOCAB_SIZE } from "./tokenizer.js";
+import { parseOutputFormat, type OutputFormat } from "./output-format.js";
+import { parseChatTools, parseToolChoice, type ToolChoice, type ToolFunction } from "./tool-requests.js";
+import { VOCAB_SIZE } from "./vocab.js";
 
 /** Most choices (prompts x n) one request may ask for: generous for agents, bounded for the simulator. */
 const MAX_CHOICES = 64;
