@@ -2,6 +2,7 @@
 import type { SimScript } from "./script.js";
 import { systemClock, type Clock } from "../core/clock.js";
 import type { Subscribe } from "../core/change-signal.js";
+import type { ServerCounters } from "../surface/counters.js";
 import { SeededRandom } from "../core/random.js";
 import { SIM_DEFAULTS } from "./defaults.js";
 import { EngineLoop } from "./engine-loop.js";
@@ -94,21 +95,8 @@ export interface SimKvEventsInfo {
   readonly blockSizeTokens: number;
 }
 
-export interface SimEngineStats {
-  /** Generation requests received on /v1/chat/completions and /v1/completions. */
-  requestsReceived: number;
-  /** Answered in full. */
-  requestsServed: number;
-  /** Refused with a 4xx (validation, unknown model, context too long). */
-  requestsRejected: number;
-  /** Failed by an injected fault (5xx, cut or stalled) or an internal error. */
-  requestsFailed: number;
-  /** Abandoned by the client before the answer was complete. */
-  requestsAborted: number;
-  /** Sums of the usage blocks of served responses. */
-  promptTokens: number;
-  cachedTokens: number;
-  completionTokens: number;
+/** The server's counters (src/surface/counters.ts) and the engine's own state. */
+export interface SimEngineStats extends ServerCounters {
   running: number;
   waiting: number;
   /** Fraction of KV blocks pinned by running requests. */

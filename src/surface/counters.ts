@@ -2,11 +2,17 @@
 
 /** What the server has seen, as the handle's stats() reports it. */
 export interface ServerCounters {
+  /** Generation requests received (chat and text completions, Messages, Responses creations). */
   requestsReceived: number;
+  /** Answered in full. */
   requestsServed: number;
+  /** Refused with a 4xx (validation, unknown model, context too long). */
   requestsRejected: number;
+  /** Failed by an injected fault (5xx, cut or stalled) or an internal error. */
   requestsFailed: number;
+  /** Abandoned by the client before the answer was complete. */
   requestsAborted: number;
+  /** Sums of the usage blocks of served responses. */
   promptTokens: number;
   cachedTokens: number;
   completionTokens: number;
