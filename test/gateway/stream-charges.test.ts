@@ -10,6 +10,7 @@ import {
   type CompletionCall,
   type TestGateway,
 } from "../helpers/faulty-engine.js";
+import { metricValue, scrape } from "../helpers/cluster.js";
 
 const CONTENT = "hello there";
 /** The gateway's prompt estimate for CONTENT (admit.ts): ceil(11 / 3) + 8 per message + 16. */
@@ -107,6 +108,35 @@ describe("charges of streams that end early", () => {
     expect(answer.status).toBe(200);
     await settled;
     expect(usedBy(gw, "whole")).toBe(53);
+  });
+
+  it("a client that leaves after the end event, before the engine closes its stream, is charged the usage", async () => {
+    // Codex reads response.completed and hangs up: the answer was whole, so its usage (and receipt) stand.
+    const usage = { prompt_tokens: 40, completion_tokens: 3, total_tokens: 43 };
+    const gw = await gatewayFor(
+      streamTokens(3, ({ res }) =>
+        res.write(`data: ${JSON.stringify({ id: "c", choices: [], usage })}\n\ndata: [DONE]\n\n`),
+      ),
+    );
+    const settled = nextSettle(gw);
+    const controller = new AbortController();
+    const response = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-agent-id": "leaver", "x-session-id": "leaver" },
+      body: JSON.stringify(ASK),
+      signal: controller.signal,
+    });
+    const reader = response.body!.getReader();
+    let text = "";
+    while (!text.includes("[DONE]")) text += new TextDecoder().decode((await reader.read()).value);
+    controller.abort();
+    await settled;
+    expect(usedBy(gw, "leaver")).toBe(43);
+    // counted as an answered turn: the engine's prompt tokens, and the receipt (a new session's)
+    const metrics = await scrape(gw.url);
+    expect(metricValue(metrics, "agentserve_tokens_total", { tier: "small", kind: "prompt" })).toBe(40);
+    const receipt = { tier: "small", kind: "lost", cause: "new_session" };
+    expect(metricValue(metrics, "agentserve_prefix_tokens_total", receipt)).toBe(0);
   });
 
   it("relays count generation events across split reads, without usage chunks and [DONE]", () => {
