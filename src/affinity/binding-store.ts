@@ -1,4 +1,5 @@
 // The binding store's contract (session -> backend): one async interface, kept by memory or by Redis.
+import type { BindingCursor, BindingScanPage } from "./binding-scan.js";
 import type { Hash64 } from "./hash.js";
 
 /** The session had a binding, but it lapsed (TTL passed without activity). Reported by lookup(), never bound. */
@@ -61,6 +62,11 @@ export interface BindingStore {
   ): Promise<number>;
   /** Bindings to `backendId` in this replica's view (admin view and the bindings gauge). */
   countFor(backendId: string): number;
+  /**
+   * A page of the sessions a shared store holds (GET /admin/sessions), in the store's order; absent where this
+   * process's route receipts list them (memory). Rejects with store_unavailable when the store does not answer.
+   */
+  scanSessions?(from: BindingCursor | undefined, limit: number, nowMs: number): Promise<BindingScanPage>;
   /** Forgets every session this replica holds (affinity turned off by a reload). */
   clear(): void;
   /** Where broken bindings are counted (the placement service's recorder); one listener. */

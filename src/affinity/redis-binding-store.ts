@@ -26,6 +26,7 @@ import {
   type BrokenListener,
   type LookupPurpose,
 } from "./binding-store.js";
+import { scanBindingPage, type BindingCursor, type BindingScanPage } from "./binding-scan.js";
 import type { Hash64 } from "./hash.js";
 import { MemoryBindingStore } from "./memory-bindings.js";
 import { UNAVAILABLE } from "../store/redis-link.js";
@@ -304,6 +305,15 @@ export class RedisBindingStore implements BindingStore {
 
   countFor(backendId: string): number {
     return this.local.countFor(backendId);
+  }
+
+  /** Every replica's bindings, a page at a time, read from Redis (the local view holds only this replica's). */
+  scanSessions(from: BindingCursor | undefined, limit: number, nowMs: number): Promise<BindingScanPage> {
+    return scanBindingPage(
+      (cursor, count, pending) => this.remote.scanStep(cursor, count, pending, nowMs),
+      from,
+      limit,
+    );
   }
 
   onBroken(listener: BrokenListener): void {

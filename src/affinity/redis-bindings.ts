@@ -1,4 +1,4 @@
-// Session bindings in Redis (or Valkey), shared by every replica: four atomic Lua scripts and their replies.
+// Session bindings in Redis (or Valkey), shared by every replica: atomic Lua scripts and their replies.
 import { LuaScript, UNAVAILABLE, type RedisLink, type Unavailable } from "../store/redis-link.js";
 import type { ScriptCall } from "../store/write-behind.js";
 
@@ -28,6 +28,15 @@ end
 local function epochOf(prefix, backend)
   return redis.call('HGET', prefix .. 'e:' .. backend, 'n') or '0'
 end
+-- A stored binding at now: 'live', 'expired' or 'broken' (nil if unreadable), then the parsed fields.
+local function stateOf(prefix, value, now)
+  local backend, epoch, expires, written, rawExpires = parse(value)
+  if backend == nil then return nil end
+  local state = 'live'
+  if backend == '' or epoch ~= epochOf(prefix, backend) then state = 'broken'
+  elseif expires <= now then state = 'expired' end
+  return state, backend, rawExpires, written, epoch, expires
+end
 `;
 
 /**
@@ -41,13 +50,12 @@ const LOOKUP = new LuaScript(
   `${PARSE}
 local value = redis.call('GET', KEYS[1])
 if not value then return false end
-local backend, epoch, expires, written, rawExpires = parse(value)
-if backend == nil then return false end
-if backend == '' then return { 'broken', '' } end
 local prefix = ARGV[2]
-if epoch ~= epochOf(prefix, backend) then return { 'broken', backend } end
 local now = tonumber(ARGV[1])
-if expires <= now then return { 'expired', backend, rawExpires } end
+local state, backend, rawExpires, written, epoch, expires = stateOf(prefix, value, now)
+if state == nil then return false end
+if state == 'broken' then return { 'broken', backend } end
+if state == 'expired' then return { 'expired', backend, rawExpires } end
 local ttl = tonumber(ARGV[3])
 if ttl <= 0 or written > now or now + ttl <= expires then return { 'live', backend, rawExpires } end
 local newExpires = string.format('%d', now + ttl)
@@ -129,8 +137,52 @@ return count
   1,
 );
 
+/**
+ * No KEYS (it reads keys it finds: one Redis, not a Cluster, as the other scripts). ARGV: nowMs, prefix, cursor
+ * ('' scans nothing), count, then session ids to read first (a previous step's overflow). One SCAN step over
+ * the binding keys (MATCH P b:*, COUNT a hint), then each session's binding as the lookup reads it (nothing
+ * refreshed). Returns {next cursor, then per session: id, state, backend, expiresAtMs, atMs}; a key gone or
+ * unreadable is left out.
+ */
+const SCAN_SESSIONS = new LuaScript(
+  `${PARSE}
+local now = tonumber(ARGV[1])
+local prefix = ARGV[2]
+local ids = {}
+for i = 5, #ARGV do ids[#ids + 1] = ARGV[i] end
+local out = { '0' }
+if ARGV[3] ~= '' then
+  local step = redis.call('SCAN', ARGV[3], 'MATCH', prefix .. 'b:*', 'COUNT', ARGV[4])
+  out[1] = step[1]
+  for _, key in ipairs(step[2]) do ids[#ids + 1] = string.sub(key, #prefix + 3) end
+end
+for _, id in ipairs(ids) do
+  local value = redis.call('GET', prefix .. 'b:' .. id)
+  if value then
+    local state, backend, rawExpires, written = stateOf(prefix, value, now)
+    if state ~= nil then
+      for _, field in ipairs({ id, state, backend, rawExpires, string.format('%d', written) }) do
+        out[#out + 1] = field
+      end
+    end
+  end
+end
+return out
+`,
+  0,
+);
+
 /** Loaded by the link on every connect. */
-export const BINDING_SCRIPTS: readonly LuaScript[] = [LOOKUP, WRITE, BREAK, BREAK_BACKEND];
+export const BINDING_SCRIPTS: readonly LuaScript[] = [LOOKUP, WRITE, BREAK, BREAK_BACKEND, SCAN_SESSIONS];
+
+/** A binding as a scan found it: backendId "" once a request failure broke it; atMs when it was last written. */
+export interface ScannedBinding {
+  readonly sessionId: string;
+  readonly state: "live" | "expired" | "broken";
+  readonly backendId: string;
+  readonly expiresAtMs: number;
+  readonly atMs: number;
+}
 
 /** What Redis knows of a session. */
 export type RemoteBinding =
@@ -140,8 +192,9 @@ export type RemoteBinding =
   | { state: "broken"; backendId: string };
 
 /**
- * The four operations on the shared bindings: the lookup is run and awaited (it never rejects: UNAVAILABLE
- * when Redis is away); the three writes are script calls for a write-behind queue (src/store/write-behind.ts).
+ * The operations on the shared bindings: the lookup and the admin's scan are run and awaited (they never
+ * reject: UNAVAILABLE when Redis is away); the three writes are script calls for a write-behind queue
+ * (src/store/write-behind.ts).
  */
 export class RedisBindings {
   constructor(
@@ -185,6 +238,37 @@ export class RedisBindings {
       keys: [this.prefix + "b:" + sessionId],
       args: [Math.floor(nowMs), this.prefix, refresh ? ttlMs : 0, ttlMs, sessionId],
     };
+  }
+
+  /**
+   * One SCAN step over the binding keys from `cursor` (undefined: none, only `pending` is read), `count` its
+   * hint; `pending` (sessions a previous step found beyond a page) is read first. The bindings as they stand
+   * at nowMs (nothing refreshed), and the cursor to go on from ("0": the scan is complete).
+   */
+  async scanStep(
+    cursor: string | undefined,
+    count: number,
+    pending: readonly string[],
+    nowMs: number,
+  ): Promise<{ next: string; bindings: ScannedBinding[] } | Unavailable> {
+    const reply = await this.link.run(
+      SCAN_SESSIONS,
+      [],
+      [Math.floor(nowMs), this.prefix, cursor ?? "", Math.max(1, Math.floor(count)), ...pending],
+    );
+    if (reply === UNAVAILABLE) return UNAVAILABLE;
+    const fields = reply as string[];
+    const bindings: ScannedBinding[] = [];
+    for (let i = 1; i + 4 < fields.length; i += 5) {
+      bindings.push({
+        sessionId: fields[i]!,
+        state: fields[i + 1] as ScannedBinding["state"],
+        backendId: fields[i + 2]!,
+        expiresAtMs: Number(fields[i + 3]),
+        atMs: Number(fields[i + 4]),
+      });
+    }
+    return { next: fields[0]!, bindings };
   }
 
   /** Binds (or refreshes) a session unless a newer decision stands; its reply is 1 if written. */

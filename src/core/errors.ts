@@ -28,6 +28,7 @@ const CODES = {
   queue_full: { status: 503, type: "service_unavailable_error" },
   queue_timeout: { status: 503, type: "service_unavailable_error" },
   shutting_down: { status: 503, type: "service_unavailable_error" },
+  store_unavailable: { status: 503, type: "service_unavailable_error" }, // an admin read of a shared store failed
   upstream_error: { status: 502, type: "upstream_error" },
   upstream_timeout: { status: 504, type: "upstream_error" },
   internal_error: { status: 500, type: "internal_error" },

@@ -5,7 +5,8 @@ import { GatewayError } from "../core/errors.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
 import { describeReceipts } from "../receipts/describe-receipts.js";
-import { DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE } from "../receipts/session-list.js";
+import { DEFAULT_SESSIONS_PAGE } from "../receipts/session-list.js";
+import { listSessions } from "./admin-sessions.js";
 
 export interface AdminActions {
   /** Re-reads and applies the config file; resolves to a short summary or rejects with the problems. */
@@ -36,7 +37,10 @@ function authorize(req: IncomingMessage, token: string | undefined): void {
 }
 
 /** What the admin API reads and changes of the gateway. */
-export type AdminDeps = Pick<GatewayParts, "registry" | "scheduler" | "logger" | "receipts">;
+export type AdminDeps = Pick<
+  GatewayParts,
+  "registry" | "scheduler" | "logger" | "receipts" | "bindings" | "clock"
+>;
 
 export async function handleAdmin(
   rt: AdminDeps,
@@ -72,17 +76,8 @@ export async function handleAdmin(
   if (parts.length === 2 && parts[1] === "sessions") {
     requireMethod(method, "GET");
     const query = new URL(req.url ?? "/", "http://admin").searchParams;
-    const limitText = query.get("limit") ?? String(DEFAULT_SESSIONS_PAGE);
-    const limit = Number(limitText);
-    if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_SESSIONS_PAGE)
-      throw new GatewayError("invalid_request", `limit must be an integer from 1 to ${MAX_SESSIONS_PAGE}`);
-    const page = rt.receipts.sessions(query.get("after") ?? undefined, limit);
-    if (page === undefined)
-      throw new GatewayError(
-        "not_implemented",
-        "listing sessions needs route receipts in this process (affinity.store kind memory); with Redis, look a session up by id",
-      );
-    return writeJson(res, 200, page);
+    const limit = query.get("limit") ?? String(DEFAULT_SESSIONS_PAGE);
+    return writeJson(res, 200, await listSessions(rt, query.get("after") ?? undefined, limit));
   }
   if (parts.length === 3 && parts[1] === "sessions") {
     requireMethod(method, "GET");

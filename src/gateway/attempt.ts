@@ -333,12 +333,8 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.write(this.relay!.flush());
       const relay = this.relay!;
       if (relay.complete) {
-        if (relay.usage !== undefined) this.plan.receipt?.(relay.usage, relay.responseId);
         this.res.end();
-        const result: AttemptResult = { status: 200 };
-        if (relay.usage !== undefined) result.usage = relay.usage;
-        if (relay.responseId !== undefined) result.responseId = relay.responseId;
-        this.succeed(result);
+        this.succeedWholeStream(relay);
       } else {
         this.endStreamWithError(
           `backend ${this.plan.backend.id} ended the stream before its end event, mid-answer`,
@@ -351,6 +347,10 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     const cancelled = this.plan.cancelled();
     if (cancelled !== undefined) {
+      // The client hung up after the stream's end event (Codex leaves once it has read response.completed),
+      // before the engine closed its stream: the answer was whole, and its usage and receipt stand.
+      if (cancelled instanceof ClientClosedError && this.mode === "stream" && this.relay?.complete === true)
+        return this.succeedWholeStream(this.relay);
       // The deadline or a shutdown ended a stream the client still reads: end it like every other broken stream.
       if (this.committed && this.mode === "stream" && !(cancelled instanceof ClientClosedError)) {
         const code = cancelled instanceof GatewayError ? cancelled.code : "upstream_error";
@@ -486,6 +486,15 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.res.end();
     }
     const result: AttemptResult = { status: 200, streamError: message, engineFault };
+    if (relay.responseId !== undefined) result.responseId = relay.responseId;
+    this.succeed(result);
+  }
+
+  /** A stream relayed to its end event: the attempt's result, with the engine's usage and its receipt. */
+  private succeedWholeStream(relay: StreamRelay): void {
+    if (relay.usage !== undefined) this.plan.receipt?.(relay.usage, relay.responseId);
+    const result: AttemptResult = { status: 200 };
+    if (relay.usage !== undefined) result.usage = relay.usage;
     if (relay.responseId !== undefined) result.responseId = relay.responseId;
     this.succeed(result);
   }

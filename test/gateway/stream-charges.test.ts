@@ -10,6 +10,7 @@ import {
   type CompletionCall,
   type TestGateway,
 } from "../helpers/faulty-engine.js";
+import { metricValue, scrape } from "../helpers/cluster.js";
 
 const CONTENT = "hello there";
 /** The gateway's prompt estimate for CONTENT (admit.ts): ceil(11 / 3) + 8 per message + 16. */
@@ -18,6 +19,11 @@ const ASK = { model: "m", stream: true, messages: [{ role: "user", content: CONT
 
 function chunk(delta: Record<string, unknown>): string {
   return `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta }] })}\n\n`;
+}
+
+/** The engine's usage chunk and [DONE]: the end of a whole stream. */
+function usageThenDone(usage: Record<string, number>): string {
+  return `data: ${JSON.stringify({ id: "c", choices: [], usage })}\n\ndata: [DONE]\n\n`;
 }
 
 /** Streams the role chunk and `tokens` one-token chunks, then does `end` (nothing: hold the stream open). */
@@ -41,6 +47,26 @@ function nextSettle(gw: TestGateway): Promise<void> {
       resolve();
     };
   });
+}
+
+/** Streams ASK with `headers`, reads until `marker` arrives, then hangs up. */
+async function streamThenLeave(
+  gw: TestGateway,
+  headers: Record<string, string>,
+  marker: string,
+): Promise<void> {
+  const controller = new AbortController();
+  const response = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(ASK),
+    signal: controller.signal,
+  });
+  expect(response.status).toBe(200);
+  const reader = response.body!.getReader();
+  let text = "";
+  while (!text.includes(marker)) text += new TextDecoder().decode((await reader.read()).value);
+  controller.abort();
 }
 
 function usedBy(gw: TestGateway, agent: string): number {
@@ -68,18 +94,7 @@ describe("charges of streams that end early", () => {
   it("a stream the client cancels after 10 tokens charges the prompt and the tokens relayed", async () => {
     const gw = await gatewayFor(streamTokens(10, () => undefined));
     const settled = nextSettle(gw);
-    const controller = new AbortController();
-    const response = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-agent-id": "canceller" },
-      body: JSON.stringify(ASK),
-      signal: controller.signal,
-    });
-    expect(response.status).toBe(200);
-    const reader = response.body!.getReader();
-    let text = "";
-    while (!text.includes("t9 ")) text += new TextDecoder().decode((await reader.read()).value);
-    controller.abort();
+    await streamThenLeave(gw, { "x-agent-id": "canceller" }, "t9 ");
     await settled;
     // The role chunk counts as one: vLLM sends it with the first token.
     expect(usedBy(gw, "canceller")).toBe(PROMPT_ESTIMATE + 11);
@@ -97,16 +112,28 @@ describe("charges of streams that end early", () => {
 
   it("a stream that ends with the engine's usage is charged that usage, not the estimate", async () => {
     const usage = { prompt_tokens: 50, completion_tokens: 3, total_tokens: 53 };
-    const gw = await gatewayFor(
-      streamTokens(3, ({ res }) =>
-        res.end(`data: ${JSON.stringify({ id: "c", choices: [], usage })}\n\ndata: [DONE]\n\n`),
-      ),
-    );
+    const gw = await gatewayFor(streamTokens(3, ({ res }) => res.end(usageThenDone(usage))));
     const settled = nextSettle(gw);
     const answer = await post(gw.url, ASK, { "x-agent-id": "whole" });
     expect(answer.status).toBe(200);
     await settled;
     expect(usedBy(gw, "whole")).toBe(53);
+  });
+
+  it("a client that leaves after the end event, before the engine closes its stream, is charged the usage", async () => {
+    // Codex reads response.completed and hangs up: the answer was whole, so its usage (and receipt) stand.
+    const usage = { prompt_tokens: 40, completion_tokens: 3, total_tokens: 43 };
+    // the engine does not close its stream after [DONE]
+    const gw = await gatewayFor(streamTokens(3, ({ res }) => res.write(usageThenDone(usage))));
+    const settled = nextSettle(gw);
+    await streamThenLeave(gw, { "x-agent-id": "leaver", "x-session-id": "leaver" }, "[DONE]");
+    await settled;
+    expect(usedBy(gw, "leaver")).toBe(43);
+    // counted as an answered turn: the engine's prompt tokens, and the receipt (a new session's)
+    const metrics = await scrape(gw.url);
+    expect(metricValue(metrics, "agentserve_tokens_total", { tier: "small", kind: "prompt" })).toBe(40);
+    const receipt = { tier: "small", kind: "lost", cause: "new_session" };
+    expect(metricValue(metrics, "agentserve_prefix_tokens_total", receipt)).toBe(0);
   });
 
   it("relays count generation events across split reads, without usage chunks and [DONE]", () => {
