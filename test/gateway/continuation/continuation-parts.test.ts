@@ -147,7 +147,9 @@ describe("continuation requests", () => {
     );
     expect(continuationBlocker("chat", { guided_regex: "a+" }, "t", SETTINGS)).toMatch(/guided_regex/);
     expect(continuationBlocker("completions", { prompt: [1, 2, 3] }, "t", SETTINGS)).toMatch(/prompt/);
-    expect(continuationBlocker("responses", {}, "t", SETTINGS)).toMatch(/Responses/);
+    expect(
+      continuationBlocker("responses", { input: "hi", previous_response_id: "r" }, "t", SETTINGS),
+    ).toMatch(/previous_response_id/);
     expect(continuationBlocker("chat", {}, "big", { ...SETTINGS, exceptTiers: new Set(["big"]) })).toMatch(
       /except_tiers/,
     );
