@@ -4,8 +4,15 @@
 // on as the engine would have: so a broken-and-continued answer must equal the answer without a fault.
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SimFault } from "../../../src/sim/faults.js";
-import { metricValue, scrape, startCluster, type Cluster } from "../../helpers/cluster.js";
+import { metricValue, scrape, type Cluster } from "../../helpers/cluster.js";
+import {
+  armFault,
+  engineFaults,
+  expectContinuedOnce,
+  sessionClient,
+  twoEngines,
+  type FaultCase,
+} from "./two-engines.js";
 
 const SESSION = "continued-responses";
 const BODY = {
@@ -28,28 +35,8 @@ const TOOLS: OpenAI.Responses.FunctionTool[] = [
   },
 ];
 
-async function twoEngines(
-  overrides: Record<string, unknown> = {},
-  toolCallRate = 0,
-  profile = "instant",
-): Promise<Cluster> {
-  const sim = { seed: 11, toolCallRate, profile };
-  return startCluster(
-    [
-      { id: "e1", tier: "small", sim },
-      { id: "e2", tier: "small", sim },
-    ],
-    { health: { probe_interval_seconds: 60 }, ...overrides },
-  );
-}
-
 function openai(cluster: Cluster): OpenAI {
-  return new OpenAI({
-    baseURL: `${cluster.url}/v1`,
-    apiKey: "none",
-    maxRetries: 0,
-    defaultHeaders: { "x-session-id": SESSION },
-  });
+  return sessionClient(cluster, SESSION);
 }
 
 /** The engine the session's turns go to (its first turn tells). */
@@ -123,21 +110,7 @@ describe("Responses stream continuation", () => {
     cluster = undefined;
   });
 
-  it.each<[string, string, SimFault, Record<string, unknown>]>([
-    [
-      "cut_stream (the connection drops after 9 events)",
-      "instant",
-      { kind: "cut_stream", afterChunks: 9 },
-      {},
-    ],
-    ["die (every socket destroyed mid-answer)", "qwen2.5-7b", { kind: "die" }, {}],
-    [
-      "hang (no token for upstream.stream_stall_seconds)",
-      "qwen2.5-7b",
-      { kind: "hang" },
-      { upstream: { stream_stall_seconds: 0.3 } },
-    ],
-  ])(
+  it.each<FaultCase>(engineFaults(9))(
     "%s: the same text, response id, items and usage as without a fault (openai SDK responses.stream)",
     async (_name, profile, fault, overrides) => {
       cluster = await twoEngines(overrides, 0, profile);
@@ -145,10 +118,7 @@ describe("Responses stream continuation", () => {
       const first = await servingEngine(cluster);
       const reference = await readResponse(client, BODY);
       expect(reference.meta?.["migrated"]).toBeUndefined();
-      const engine = cluster.engines.get(first)!;
-      let midway: { after: number; run: () => void } | undefined;
-      if (fault.kind === "cut_stream") engine.setFault(fault);
-      else midway = { after: 4, run: () => engine.setFault(fault) };
+      const midway = armFault(cluster.engines.get(first)!, fault);
       const continued = await readResponse(client, BODY, midway);
       expectOneStream(continued);
       expect(continued.final.output_text).toBe(reference.final.output_text);
@@ -162,13 +132,7 @@ describe("Responses stream continuation", () => {
       expect(deltas.join("")).toBe(reference.final.output_text);
       expect(continued.final.usage?.input_tokens).toBe(reference.final.usage?.input_tokens);
       expect(continued.final.usage?.output_tokens).toBe(reference.final.usage?.output_tokens);
-      const migrated = continued.meta?.["migrated"] as { from: string[]; tool_call: string; cause: string };
-      expect(migrated.from).toEqual([first]);
-      expect(migrated.tool_call).toBe("none");
-      expect(migrated.cause).toContain(fault.kind === "hang" ? "stalled mid-answer" : "mid-answer");
-      expect(continued.meta?.["backend_id"]).not.toBe(first);
-      const metrics = await scrape(cluster.url);
-      expect(metricValue(metrics, "agentserve_migrations_total", { outcome: "continued" })).toBe(1);
+      await expectContinuedOnce(cluster, continued.meta, first, fault);
     },
   );
 

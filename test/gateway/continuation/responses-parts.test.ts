@@ -9,6 +9,7 @@ import { responsesAsChat } from "../../../src/gateway/continuation/responses-as-
 import { ResponsesSpliceRelay } from "../../../src/gateway/continuation/responses-splice.js";
 import { ResponsesTranscript } from "../../../src/gateway/continuation/responses-transcript.js";
 import { parseEvents } from "../../../src/gateway/continuation/sse-events.js";
+import { pushAll } from "./relay-bytes.js";
 
 const SETTINGS = { enabled: true, maxContinuations: 2, exceptTiers: new Set<string>() };
 const META = { backend_id: "e2", migrated: { from: ["e1"], cause: "cut", tool_call: "none" } };
@@ -53,12 +54,19 @@ function textSoFar(deltas: string[]): string {
   ]);
 }
 
-function pushAll(relay: { push(b: Buffer): Buffer[] }, text: string, step = 7): string {
-  const bytes = Buffer.from(text);
-  let out = "";
-  for (let at = 0; at < bytes.length; at += step)
-    out += Buffer.concat(relay.push(bytes.subarray(at, at + step))).toString();
-  return out;
+/** A transcript of an answer cut inside its first function call, after `args` of its arguments. */
+function callSoFar(call: Record<string, unknown>, args: string): ResponsesTranscript {
+  const transcript = new ResponsesTranscript();
+  transcript.record(
+    parseEvents(
+      responsesEvents([
+        ["response.created", { response: RESPONSE }],
+        ["response.output_item.added", { output_index: 0, item: call }],
+        ["response.function_call_arguments.delta", { item_id: call["id"], output_index: 0, delta: args }],
+      ]),
+    ),
+  );
+  return transcript;
 }
 
 function sent(text: string): Record<string, unknown>[] {
@@ -240,16 +248,7 @@ describe("splicing a chat continuation into a Responses stream", () => {
       namespace: "fs",
       arguments: "",
     };
-    const transcript = new ResponsesTranscript();
-    transcript.record(
-      parseEvents(
-        responsesEvents([
-          ["response.created", { response: RESPONSE }],
-          ["response.output_item.added", { output_index: 0, item: call }],
-          ["response.function_call_arguments.delta", { item_id: "fc_1", output_index: 0, delta: '{"pa' }],
-        ]),
-      ),
-    );
+    const transcript = callSoFar(call, '{"pa');
     expect(transcript.text).toBe("");
     const restorer = new CallRestorer(
       new Map([["fs__stat", { namespace: "fs", name: "stat" }]]),
@@ -300,16 +299,7 @@ describe("splicing a chat continuation into a Responses stream", () => {
 
   it("a regenerated call that differs from the part relayed stops the stream (not the engine's fault)", () => {
     const call = { id: "fc_1", type: "function_call", call_id: "c1", name: "read", arguments: "" };
-    const transcript = new ResponsesTranscript();
-    transcript.record(
-      parseEvents(
-        responsesEvents([
-          ["response.created", { response: RESPONSE }],
-          ["response.output_item.added", { output_index: 0, item: call }],
-          ["response.function_call_arguments.delta", { item_id: "fc_1", output_index: 0, delta: '{"a' }],
-        ]),
-      ),
-    );
+    const transcript = callSoFar(call, '{"a');
     const relay = new ResponsesSpliceRelay(transcript, undefined, { backendId: "e2", meta: META });
     const out = pushAll(
       relay,
