@@ -159,6 +159,34 @@ describe("Responses stream continuation", () => {
     expect(continued.meta?.["migrated"]).toMatchObject({ from: [first], tool_call: "restarted" });
   });
 
+  it("store: a continued response is not stored anywhere; a chain from it gets a clear 404, the full conversation an answer", async () => {
+    cluster = await twoEngines();
+    const client = openai(cluster);
+    const first = await servingEngine(cluster);
+    const body = { ...BODY, store: true };
+    cluster.engines.get(first)!.setFault({ kind: "cut_stream", afterChunks: 9 });
+    const continued = await readResponse(client, body);
+    expect(continued.meta?.["migrated"]).toMatchObject({ from: [first] });
+    const chained = client.responses.create({
+      model: "sim-small",
+      input: "And then?",
+      previous_response_id: continued.final.id,
+      max_output_tokens: 5,
+    });
+    await expect(chained).rejects.toMatchObject({ status: 404 });
+    await expect(chained).rejects.toThrow(continued.final.id);
+    const resent = await client.responses.create({
+      model: "sim-small",
+      input: [
+        { role: "user", content: BODY.input },
+        { role: "assistant", content: continued.final.output_text },
+        { role: "user", content: "And then?" },
+      ],
+      max_output_tokens: 5,
+    });
+    expect(resent.output_text.length).toBeGreaterThan(0);
+  });
+
   it("guided decoding (text.format json_schema): not continued; its error event ends it as before", async () => {
     cluster = await twoEngines({}, 0, "qwen2.5-7b");
     const client = openai(cluster);
