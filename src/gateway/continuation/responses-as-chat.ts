@@ -69,7 +69,9 @@ export function responsesAsChat(body: Record<string, unknown>): Record<string, u
   const tools = chatTools(body["tools"], "write");
   if (tools.length > 0 && choice !== "none") chat["tools"] = tools;
   if (choice !== undefined) chat["tool_choice"] = choice;
-  if (typeof body["max_output_tokens"] === "number") chat["max_tokens"] = body["max_output_tokens"];
+  // A budget's clamp is written as max_tokens (upstream-body.ts): the lower limit holds.
+  const limits = [body["max_output_tokens"], body["max_tokens"]].filter((v) => typeof v === "number");
+  if (limits.length > 0) chat["max_tokens"] = Math.min(...(limits as number[]));
   chat["stream"] = true;
   chat["stream_options"] = { include_usage: true };
   return chat;
