@@ -195,6 +195,7 @@ export async function runAttemptLoop(
             stream: request.stream,
             stripUsage: request.bodies.stripUsage,
             tier: request.tier,
+            restorer: request.adaptation?.restorer,
           },
           limits.settings.continuation,
         );
@@ -401,7 +402,7 @@ function planOf(
     backend,
     upstream: deps.pools.get(backend),
     method: "POST",
-    path: request.path,
+    path: migration === undefined ? request.path : migration.path(request.path),
     body: migration === undefined ? firstBody : migration.body(firstBody),
     stream: request.stream,
     meta: {

@@ -1,8 +1,10 @@
 // The request that continues an answer on the next engine, per API: the conversation plus the answer so far as a
 // prefill, as vLLM takes it (chat: a final assistant message with continue_final_message; Messages: a trailing
-// assistant message; completions: prompt + text), with max_tokens less what was generated already.
+// assistant message; completions: prompt + text; Responses: as the chat request that renders its prompt), with
+// max_tokens less what was generated already.
 import { GatewayError } from "../../core/errors.js";
 import type { Endpoint } from "../completion-request.js";
+import { responsesAsChat } from "./responses-as-chat.js";
 import { isRecord } from "./sse-events.js";
 import type { AnswerTranscript } from "./transcript.js";
 
@@ -16,16 +18,18 @@ export function continuationBody(
   transcript: AnswerTranscript,
 ): Buffer {
   const prefill = transcript.text;
+  const parsed = JSON.parse(firstBody.toString("utf8")) as Record<string, unknown>;
+  // The Responses API is continued through chat (responses-as-chat.ts).
+  const body = endpoint === "responses" ? responsesAsChat(parsed) : parsed;
   // Nothing of the text to prefill (the cut came inside the first tool call): the engine answers again from the
   // start, and the splice relays only what extends the part the client holds.
-  if (prefill === "") return firstBody;
-  const body = JSON.parse(firstBody.toString("utf8")) as Record<string, unknown>;
+  if (prefill === "") return endpoint === "responses" ? Buffer.from(JSON.stringify(body)) : firstBody;
   if (endpoint === "completions") {
     const prompt = body["prompt"];
     body["prompt"] = Array.isArray(prompt)
       ? [`${String(prompt[0])}${prefill}`]
       : `${String(prompt)}${prefill}`;
-  } else if (endpoint === "chat") {
+  } else if (endpoint === "chat" || endpoint === "responses") {
     // A client's own continue_final_message: its final assistant message is the start of this answer.
     const clientPrefill = body["continue_final_message"] === true;
     body["messages"] = withAssistantPrefill(body["messages"], prefill, "chat", clientPrefill);

@@ -1,6 +1,8 @@
 // Which streams can be continued faithfully on another engine: the request's own fields decide (n > 1, guided
-// decoding, logprobs, an API without a prefill), and so does the config (upstream.stream_continuation).
+// decoding, logprobs, a Responses conversation kept on one engine), and so does the config
+// (upstream.stream_continuation).
 import type { Endpoint } from "../completion-request.js";
+import { responsesBlocker } from "./responses-as-chat.js";
 
 export interface ContinuationSettings {
   readonly enabled: boolean;
@@ -23,8 +25,7 @@ export function continuationBlocker(
 ): string | undefined {
   if (!settings.enabled) return "upstream.stream_continuation.enabled is false";
   if (settings.exceptTiers.has(tier)) return `tier '${tier}' is in upstream.stream_continuation.except_tiers`;
-  if (endpoint === "responses")
-    return "the Responses API's streams are not continued (the engine stores the response it streams)";
+  if (endpoint === "responses") return responsesBlocker(body);
   if (isSet(body["n"], 1) || isSet(body["best_of"], 1)) return "more than one choice (n > 1)";
   for (const field of SCORED)
     if (isSet(body[field], false) && body[field] !== 0) return `${field} was asked for`;

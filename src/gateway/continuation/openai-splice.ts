@@ -5,7 +5,7 @@ import { sseEvent } from "../sse-relay.js";
 import { usageFrom } from "../usage.js";
 import { RegeneratedCall } from "./regenerated-call.js";
 import { dataJson, formatEvent, isRecord, type SseEvent } from "./sse-events.js";
-import { SpliceRelay, type SpliceOptions } from "./splice-relay.js";
+import { rebasedUsage, SpliceRelay, type SpliceOptions } from "./splice-relay.js";
 import type { OpenAiTranscript, ToolCallSoFar } from "./transcript.js";
 
 const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
@@ -161,14 +161,13 @@ export class OpenAiSpliceRelay extends SpliceRelay {
   private rebaseUsage(usage: Record<string, unknown>): void {
     const read = usageFrom(usage);
     if (read === undefined) return;
-    const prompt = Math.max(0, read.promptTokens - this.prefillTokens);
-    const completion = read.completionTokens + this.prefillTokens;
-    const cached = Math.min(read.cachedTokens, prompt);
-    usage["prompt_tokens"] = prompt;
-    usage["completion_tokens"] = completion;
-    usage["total_tokens"] = prompt + completion;
+    const rebased = rebasedUsage(read, this.prefillTokens);
+    usage["prompt_tokens"] = rebased.promptTokens;
+    usage["completion_tokens"] = rebased.completionTokens;
+    usage["total_tokens"] = rebased.promptTokens + rebased.completionTokens;
     const details = usage["prompt_tokens_details"];
-    if (isRecord(details) && typeof details["cached_tokens"] === "number") details["cached_tokens"] = cached;
-    this.clientUsage = { promptTokens: prompt, completionTokens: completion, cachedTokens: cached };
+    if (isRecord(details) && typeof details["cached_tokens"] === "number")
+      details["cached_tokens"] = rebased.cachedTokens;
+    this.clientUsage = rebased;
   }
 }

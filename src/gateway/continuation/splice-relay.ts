@@ -92,3 +92,16 @@ export function metaOfMember(member: Buffer): Record<string, unknown> {
   };
   return parsed.x_agent_serve;
 }
+
+/**
+ * The usage of a continued answer as the client counts it: the engine counted the prefill (the answer so far) as
+ * prompt, the client's answer counts it as completion; the cached part is at most the prompt.
+ */
+export function rebasedUsage(engine: TokenUsage, prefillTokens: number): TokenUsage {
+  const promptTokens = Math.max(0, engine.promptTokens - prefillTokens);
+  return {
+    promptTokens,
+    completionTokens: engine.completionTokens + prefillTokens,
+    cachedTokens: Math.min(engine.cachedTokens, promptTokens),
+  };
+}

@@ -2,6 +2,7 @@
 // each attempt. The first engine's stream is recorded; when an engine breaks it mid-answer and the request
 // allows, the client's stream stays open and the next attempt sends the conversation plus the answer so far to
 // the next engine, whose stream is spliced into the client's (same ids, indexes, honest usage).
+import type { CallRestorer } from "../adaptation/restore.js";
 import type { AttemptContinuation, AttemptResult } from "../attempt.js";
 import type { Endpoint } from "../completion-request.js";
 import type { MigrationFields } from "../response-metadata.js";
@@ -11,6 +12,8 @@ import { continuationBlocker, type ContinuationSettings } from "./eligibility.js
 import { MessagesSpliceRelay } from "./messages-splice.js";
 import { OpenAiSpliceRelay } from "./openai-splice.js";
 import { RecordingRelay } from "./recording-relay.js";
+import { ResponsesSpliceRelay } from "./responses-splice.js";
+import { ResponsesTranscript } from "./responses-transcript.js";
 import { metaOfMember } from "./splice-relay.js";
 import { MessagesTranscript, OpenAiTranscript } from "./transcript.js";
 
@@ -25,7 +28,7 @@ interface ClientStream {
 }
 
 export class StreamMigration {
-  private readonly transcript: OpenAiTranscript | MessagesTranscript;
+  private readonly transcript: OpenAiTranscript | MessagesTranscript | ResponsesTranscript;
   /** Engines that broke the answer, in order. */
   private readonly from: string[] = [];
   private cause = "";
@@ -42,11 +45,15 @@ export class StreamMigration {
     private readonly blocker: string | undefined,
     private readonly stripUsage: boolean,
     private readonly maxContinuations: number,
+    /** An adapted Responses request's: the client's names for what the continuation calls. */
+    private readonly restorer: CallRestorer | undefined,
   ) {
     this.transcript =
       endpoint === "messages"
         ? new MessagesTranscript()
-        : new OpenAiTranscript(endpoint === "completions" ? "completions" : "chat");
+        : endpoint === "responses"
+          ? new ResponsesTranscript()
+          : new OpenAiTranscript(endpoint === "completions" ? "completions" : "chat");
   }
 
   /** The continuation of a streaming request (undefined for one that does not stream). */
@@ -57,12 +64,19 @@ export class StreamMigration {
       stream: boolean;
       stripUsage: boolean;
       tier: string;
+      restorer?: CallRestorer | undefined;
     },
     settings: ContinuationSettings,
   ): StreamMigration | undefined {
     if (!request.stream) return undefined;
     const blocker = continuationBlocker(request.endpoint, request.body, request.tier, settings);
-    return new StreamMigration(request.endpoint, blocker, request.stripUsage, settings.maxContinuations);
+    return new StreamMigration(
+      request.endpoint,
+      blocker,
+      request.stripUsage,
+      settings.maxContinuations,
+      request.restorer,
+    );
   }
 
   /** Why a broken stream is not continued now; undefined when it can be. */
@@ -78,6 +92,11 @@ export class StreamMigration {
   /** What this attempt does with the client's stream. */
   attempt(): AttemptContinuation {
     return { resume: this.pending, keepOpenOnBreak: () => this.whyNot === undefined };
+  }
+
+  /** The engine path of this attempt: a Responses answer is continued through chat (responses-as-chat.ts). */
+  path(firstPath: string): string {
+    return this.pending && this.endpoint === "responses" ? "/v1/chat/completions" : firstPath;
   }
 
   /** The body this attempt sends the engine: the first attempt's, or it plus the answer so far. */
@@ -109,12 +128,14 @@ export class StreamMigration {
       relay =
         this.transcript instanceof MessagesTranscript
           ? new MessagesSpliceRelay(this.transcript, options)
-          : new OpenAiSpliceRelay(
-              this.transcript,
-              this.endpoint === "completions" ? "completions" : "chat",
-              this.stripUsage,
-              options,
-            );
+          : this.transcript instanceof ResponsesTranscript
+            ? new ResponsesSpliceRelay(this.transcript, this.restorer, options)
+            : new OpenAiSpliceRelay(
+                this.transcript,
+                this.endpoint === "completions" ? "completions" : "chat",
+                this.stripUsage,
+                options,
+              );
       this.pending = false;
     }
     // A request that cannot be continued is relayed as it always was (nothing parsed, the engine's errors passed on).

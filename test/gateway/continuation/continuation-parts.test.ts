@@ -9,6 +9,7 @@ import { RecordingRelay } from "../../../src/gateway/continuation/recording-rela
 import { parseEvents } from "../../../src/gateway/continuation/sse-events.js";
 import { MessagesTranscript, OpenAiTranscript } from "../../../src/gateway/continuation/transcript.js";
 import { SseRelay } from "../../../src/gateway/sse-relay.js";
+import { pushAll } from "./relay-bytes.js";
 
 const META = { backend_id: "e2", migrated: { from: ["e1"], cause: "cut", tool_call: "none" } };
 const SETTINGS = { enabled: true, maxContinuations: 2, exceptTiers: new Set<string>() };
@@ -19,15 +20,6 @@ function chatChunk(delta: object, extra: object = {}): string {
 
 function recorded(text: string, transcript: OpenAiTranscript | MessagesTranscript): void {
   transcript.record(parseEvents(text));
-}
-
-/** Everything the relay sends for these engine bytes, pushed in pieces of `step` bytes (split anywhere). */
-function pushAll(relay: { push(b: Buffer): Buffer[] }, text: string, step = 7): string {
-  const bytes = Buffer.from(text);
-  let out = "";
-  for (let at = 0; at < bytes.length; at += step)
-    out += Buffer.concat(relay.push(bytes.subarray(at, at + step))).toString();
-  return out;
 }
 
 function sent(text: string): Record<string, unknown>[] {
@@ -147,7 +139,9 @@ describe("continuation requests", () => {
     );
     expect(continuationBlocker("chat", { guided_regex: "a+" }, "t", SETTINGS)).toMatch(/guided_regex/);
     expect(continuationBlocker("completions", { prompt: [1, 2, 3] }, "t", SETTINGS)).toMatch(/prompt/);
-    expect(continuationBlocker("responses", {}, "t", SETTINGS)).toMatch(/Responses/);
+    expect(
+      continuationBlocker("responses", { input: "hi", previous_response_id: "r" }, "t", SETTINGS),
+    ).toMatch(/previous_response_id/);
     expect(continuationBlocker("chat", {}, "big", { ...SETTINGS, exceptTiers: new Set(["big"]) })).toMatch(
       /except_tiers/,
     );

@@ -7,8 +7,15 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { streamText } from "ai";
 import OpenAI from "openai";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SimFault } from "../../../src/sim/faults.js";
-import { metricValue, scrape, startCluster, type Cluster } from "../../helpers/cluster.js";
+import { metricValue, scrape, type Cluster } from "../../helpers/cluster.js";
+import {
+  armFault,
+  engineFaults,
+  expectContinuedOnce,
+  sessionClient,
+  twoEngines,
+  type FaultCase,
+} from "./two-engines.js";
 
 const SESSION = "continued-session";
 const TOOLS: OpenAI.Chat.Completions.ChatCompletionTool[] = [
@@ -26,29 +33,8 @@ const TOOLS: OpenAI.Chat.Completions.ChatCompletionTool[] = [
   },
 ];
 
-async function twoEngines(
-  overrides: Record<string, unknown> = {},
-  toolCallRate = 0,
-  profile = "instant",
-): Promise<Cluster> {
-  // A timed profile (about 12 ms a token) when a fault must strike while the answer is being generated.
-  const sim = { seed: 11, toolCallRate, profile };
-  return startCluster(
-    [
-      { id: "e1", tier: "small", sim },
-      { id: "e2", tier: "small", sim },
-    ],
-    { health: { probe_interval_seconds: 60 }, ...overrides },
-  );
-}
-
 function openai(cluster: Cluster): OpenAI {
-  return new OpenAI({
-    baseURL: `${cluster.url}/v1`,
-    apiKey: "none",
-    maxRetries: 0,
-    defaultHeaders: { "x-session-id": SESSION },
-  });
+  return sessionClient(cluster, SESSION);
 }
 
 function anthropic(cluster: Cluster): Anthropic {
@@ -131,21 +117,7 @@ describe("stream continuation", () => {
     cluster = undefined;
   });
 
-  it.each<[string, string, SimFault, Record<string, unknown>]>([
-    [
-      "cut_stream (the connection drops after 6 events)",
-      "instant",
-      { kind: "cut_stream", afterChunks: 6 },
-      {},
-    ],
-    ["die (every socket destroyed mid-answer)", "qwen2.5-7b", { kind: "die" }, {}],
-    [
-      "hang (no token for upstream.stream_stall_seconds)",
-      "qwen2.5-7b",
-      { kind: "hang" },
-      { upstream: { stream_stall_seconds: 0.3 } },
-    ],
-  ])(
+  it.each<FaultCase>(engineFaults(6))(
     "chat, %s: the same answer, ids and usage as without a fault (openai SDK)",
     async (_name, profile, fault, overrides) => {
       cluster = await twoEngines(overrides, 0, profile);
@@ -153,23 +125,14 @@ describe("stream continuation", () => {
       const first = await servingEngine(cluster);
       const reference = await readChat(client);
       expect(reference.meta?.["migrated"]).toBeUndefined();
-      const engine = cluster.engines.get(first)!;
-      let midway: { after: number; run: () => void } | undefined;
-      if (fault.kind === "cut_stream") engine.setFault(fault);
-      else midway = { after: 4, run: () => engine.setFault(fault) };
+      const midway = armFault(cluster.engines.get(first)!, fault);
       const continued = await readChat(client, midway);
       expect(continued.text).toBe(reference.text);
       expect(continued.ids.size).toBe(1);
       expect(continued.finish).toBe(reference.finish);
       expect(continued.usage?.prompt_tokens).toBe(reference.usage?.prompt_tokens);
       expect(continued.usage?.completion_tokens).toBe(reference.usage?.completion_tokens);
-      const migrated = continued.meta?.["migrated"] as { from: string[]; tool_call: string; cause: string };
-      expect(migrated.from).toEqual([first]);
-      expect(migrated.tool_call).toBe("none");
-      expect(migrated.cause).toContain(fault.kind === "hang" ? "stalled mid-answer" : "mid-answer");
-      expect(continued.meta?.["backend_id"]).not.toBe(first);
-      const metrics = await scrape(cluster.url);
-      expect(metricValue(metrics, "agentserve_migrations_total", { outcome: "continued" })).toBe(1);
+      await expectContinuedOnce(cluster, continued.meta, first, fault);
     },
   );
 
@@ -330,30 +293,6 @@ describe("stream continuation", () => {
     expect(await continued.finishReason).toBe(await reference.finishReason);
     const metrics = await scrape(cluster.url);
     expect(metricValue(metrics, "agentserve_migrations_total", { outcome: "continued" })).toBe(1);
-  });
-
-  it("Responses: not continued (the engine stores the response it streams); its error event ends it as before", async () => {
-    cluster = await twoEngines({}, 0, "qwen2.5-7b");
-    const client = openai(cluster);
-    const body = { model: "sim-small", input: "Explain the prefix cache.", max_output_tokens: 40 };
-    const first = await servingEngine(cluster, "/v1/responses", { ...body, max_output_tokens: 2 });
-    cluster.engines.get(first)!.setFault({ kind: "cut_stream", afterChunks: 6 });
-    const stream = await client.responses.create({ ...body, stream: true });
-    const types: string[] = [];
-    let error: string | undefined;
-    try {
-      for await (const event of stream) {
-        types.push(event.type);
-        if (event.type === "error") error = event.message;
-      }
-    } catch (err) {
-      error = err instanceof Error ? err.message : String(err);
-    }
-    expect(types).toContain("response.output_text.delta");
-    expect(types).not.toContain("response.completed");
-    expect(error).toMatch(/mid-answer/);
-    const metrics = await scrape(cluster.url);
-    expect(metricValue(metrics, "agentserve_migrations_total", { outcome: "impossible" })).toBe(1);
   });
 });
 
