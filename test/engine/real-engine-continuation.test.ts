@@ -25,6 +25,7 @@ const MODEL = "random-llama-tiny";
 const STARTUP_TIMEOUT_MS = 120_000;
 const MAX_TOKENS = 48;
 const CUT_AFTER_EVENTS = 6;
+const KILLED_MAX_TOKENS = 200;
 
 let engines: RealEngineProcess[] = [];
 let taps: StreamTap[] = [];
@@ -125,13 +126,8 @@ function eventText(event: Record<string, unknown>): string {
   return choice?.delta?.content ?? choice?.text ?? (delta?.type === "text_delta" ? (delta.text ?? "") : "");
 }
 
-/** A streamed answer through the gateway; `onText(n)` runs as the client reads its n-th text event. */
-async function viaGateway(
-  api: Api,
-  body: object,
-  session: string,
-  onText?: (count: number, backend: string) => void,
-): Promise<Streamed> {
+/** A streamed answer through the gateway. */
+async function viaGateway(api: Api, body: object, session: string): Promise<Streamed> {
   const res = await post(
     `${gateway!.url}${PATHS[api]}`,
     { ...body, stream: true },
@@ -140,7 +136,6 @@ async function viaGateway(
   const decoder = new TextDecoder();
   let pending = "";
   const out: Streamed = { text: "", backend: "", migrated: undefined };
-  let events = 0;
   for await (const bytes of res.body!) {
     pending += decoder.decode(bytes as Uint8Array, { stream: true });
     let end: number;
@@ -161,16 +156,15 @@ async function viaGateway(
       const text = eventText(event);
       if (text === "") continue;
       out.text += text;
-      onText?.(++events, out.backend);
     }
   }
   return out;
 }
 
-const chatBody = (topic: string) => ({
+const chatBody = (topic: string, maxTokens = MAX_TOKENS) => ({
   model: MODEL,
   temperature: 0,
-  max_tokens: MAX_TOKENS,
+  max_tokens: maxTokens,
   ignore_eos: true,
   messages: [
     { role: "system", content: "You answer briefly." },
@@ -181,7 +175,7 @@ const chatBody = (topic: string) => ({
 /** The chat request the gateway sends to continue `prefix` (src/gateway/continuation/continuation-body.ts). */
 const chatContinuation = (body: ReturnType<typeof chatBody>, prefix: string, generated: number) => ({
   ...body,
-  max_tokens: MAX_TOKENS - generated,
+  max_tokens: body.max_tokens - generated,
   messages: [...body.messages, { role: "assistant", content: prefix }],
   continue_final_message: true,
   add_generation_prompt: false,
@@ -223,7 +217,7 @@ async function compareChat(
     model: MODEL,
     temperature: 0,
     ignore_eos: true,
-    max_tokens: MAX_TOKENS - cut.textEvents,
+    max_tokens: body.max_tokens - cut.textEvents,
     prompt: [...noFault.promptIds, ...generated],
   });
   expect(fromIds.replyIds).toEqual(noFault.replyIds.slice(cut.textEvents));
@@ -327,19 +321,20 @@ describe("an answer cut mid-stream on a real llama.cpp engine, continued on anot
   // Last: it kills an engine.
   it("an engine SIGKILLed mid-stream: the answer goes on from the other engine, compared token by token", async (context) => {
     skipIfUnavailable(context);
-    const body = chatBody("lighthouse keepers");
+    // A long answer (this model decodes hundreds of tokens a second): the kill lands well before its end.
+    const body = chatBody("lighthouse keepers", KILLED_MAX_TOKENS);
     const reference = await viaGateway("chat", body, "killed");
     const first = engineIndex(reference.backend);
     const victim = engines[first]!;
     let killed: Promise<void> | undefined;
-    const continued = await viaGateway("chat", body, "killed", (count) => {
-      if (count === 4) killed = stopProcess(victim.process, "SIGKILL");
-    });
+    // The kill goes out as the engine's 4th token passes its tap: what it wrote before dying still arrives.
+    taps[first]!.whenNextReaches(4, () => (killed = stopProcess(victim.process, "SIGKILL")));
+    const continued = await viaGateway("chat", body, "killed");
     await killed;
     const cut = taps[first]!.streams.at(-1)!;
     expect(cut.broken).toBe(true);
     expect(cut.textEvents).toBeGreaterThanOrEqual(4);
-    expect(cut.textEvents).toBeLessThan(MAX_TOKENS);
+    expect(cut.textEvents).toBeLessThan(KILLED_MAX_TOKENS);
     // The engine is gone: the other one (same model, same greedy decoding) gives the no-fault ids.
     const survivor = engines[1 - first]!.url;
     const lineUp = await compareChat(body, reference, continued, cut, { noFault: survivor, other: survivor });

@@ -22,6 +22,11 @@ export interface StreamTap {
   readonly streams: readonly TappedStream[];
   /** The next stream is cut after this many text events (once). */
   cutNextAfter(textEvents: number): void;
+  /**
+   * Runs `action` as the next stream's `textEvents`-th text event goes by (once), e.g. to kill the engine behind
+   * the tap at a known point of its answer, whatever the speed of the client downstream.
+   */
+  whenNextReaches(textEvents: number, action: () => void): void;
   close(): Promise<void>;
 }
 
@@ -46,6 +51,7 @@ export async function startStreamTap(target: string): Promise<StreamTap> {
   const streams: TappedStream[] = [];
   const upstream = new URL(target);
   let cutAfter: number | undefined;
+  let hook: { textEvents: number; action: () => void } | undefined;
 
   const relay = (req: IncomingMessage, res: ServerResponse): void => {
     let tapped: TappedStream | undefined;
@@ -76,7 +82,9 @@ export async function startStreamTap(target: string): Promise<StreamTap> {
         tapped = stream;
         streams.push(stream);
         const cut = cutAfter;
+        const reached = hook;
         cutAfter = undefined;
+        hook = undefined;
         let pending = "";
         answer.setEncoding("utf8");
         answer.on("data", (chunk: string) => {
@@ -95,6 +103,7 @@ export async function startStreamTap(target: string): Promise<StreamTap> {
             stream.text += text;
             if (text !== "") stream.textEvents += 1;
             res.write(event);
+            if (text !== "" && reached?.textEvents === stream.textEvents) reached.action();
             if (cut !== undefined && stream.textEvents >= cut) {
               answer.removeAllListeners("data");
               breakOff();
@@ -121,6 +130,7 @@ export async function startStreamTap(target: string): Promise<StreamTap> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     streams,
     cutNextAfter: (textEvents) => void (cutAfter = textEvents),
+    whenNextReaches: (textEvents, action) => void (hook = { textEvents, action }),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
