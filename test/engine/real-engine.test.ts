@@ -327,7 +327,8 @@ describe("the gateway in front of two real llama.cpp engines", () => {
     // What this engine does not serve is refused with vLLM's envelope, not guessed at.
     for (const [body, param] of [
       [{ prompt: ["a", "b"] }, "prompt"],
-      [{ prompt: [1, 2, 3] }, "prompt"],
+      [{ prompt: [1, 2, 60_000] }, "prompt"], // a token id past this model's vocabulary (not the simulator's)
+      [{ prompt: "x", stream: true, return_token_ids: true }, "return_token_ids"],
       [{ prompt: "x", echo: true }, "echo"],
     ] as const) {
       const refused = await post(body);
