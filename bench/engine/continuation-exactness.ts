@@ -18,6 +18,7 @@ import { pino } from "pino";
 import { parseConfig } from "../../src/config/load.js";
 import { startRealEngine, type RealEngineHandle } from "../../src/engine/index.js";
 import { Gateway } from "../../src/gateway/gateway.js";
+import { answerWithIds, type AnswerIds } from "../../test/helpers/real-engines.js";
 import { startStreamTap, type StreamTap } from "../../test/helpers/stream-tap.js";
 
 const { values } = parseArgs({
@@ -56,12 +57,6 @@ const TOPICS = [
   "a museum guide's notes on one painting",
 ];
 
-interface Direct {
-  text: string;
-  promptIds: number[];
-  replyIds: number[];
-}
-
 function requestBody(api: Api, index: number, extra: Record<string, unknown>): Record<string, unknown> {
   const topic = TOPICS[index % TOPICS.length]!;
   const common = { model: MODEL, temperature: 0, max_tokens: MAX_TOKENS, ignore_eos: true, ...extra };
@@ -89,24 +84,8 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 }
 
 /** A non-streamed answer straight from an engine, with its token ids. */
-async function direct(engine: RealEngineHandle, api: Api, body: Record<string, unknown>): Promise<Direct> {
-  const res = await post(`${engine.url}${path(api)}`, { ...body, stream: false, return_token_ids: true });
-  const answer = (await res.json()) as {
-    prompt_token_ids?: number[];
-    choices: {
-      message?: { content: string };
-      text?: string;
-      token_ids: number[];
-      prompt_token_ids?: number[];
-    }[];
-  };
-  const choice = answer.choices[0]!;
-  return {
-    text: choice.message?.content ?? choice.text ?? "",
-    promptIds: answer.prompt_token_ids ?? choice.prompt_token_ids ?? [],
-    replyIds: choice.token_ids,
-  };
-}
+const direct = (engine: RealEngineHandle, api: Api, body: Record<string, unknown>): Promise<AnswerIds> =>
+  answerWithIds(engine.url, api, body);
 
 /** A streamed answer through the gateway: its text, the engine that started it, and its migration record. */
 async function viaGateway(
@@ -170,6 +149,8 @@ interface Outcome {
   idsLineUp: boolean;
   /** Reply tokens at the end of the prefix that re-tokenized differently (0 when the ids line up). */
   retokenizedTail: number;
+  /** The re-tokenization changed the prompt's own last ids too (the answer's text merged with the prompt's). */
+  atPromptBoundary: boolean;
   /** The continuation from token ids (P + R[0..k]) equals the no-fault reply's rest. */
   fromIdsExact: boolean | undefined;
   /** The spliced answer is the cut prefix plus what the other engine continues from that text. */
@@ -239,6 +220,7 @@ async function run(): Promise<void> {
             exact: continued.text === reference.text,
             idsLineUp,
             retokenizedTail: idsLineUp ? 0 : expectedIds.length - common,
+            atPromptBoundary: !idsLineUp && common < ids.promptIds.length,
             fromIdsExact: sameIds(fromIds.replyIds, ids.replyIds.slice(cut.textEvents)),
             spliceFaithful: continued.text === cut.text + resumed.text,
             divergesAfter: continued.text === reference.text ? -1 : difference - cut.text.length,
@@ -280,11 +262,13 @@ function report(outcomes: Outcome[], seconds: number): void {
         `${count(mine, (o) => o.fromIdsExact === true)} | ${count(mine, (o) => o.spliceFaithful)} |`,
     );
   }
-  const tails = outcomes.filter((o) => !o.idsLineUp).map((o) => o.retokenizedTail);
+  const tails = outcomes
+    .filter((o) => !o.idsLineUp)
+    .map((o) => `${o.api} ${o.retokenizedTail}/${o.cut}${o.atPromptBoundary ? " (prompt boundary)" : ""}`);
   const diverged = outcomes.filter((o) => !o.exact).map((o) => o.divergesAfter);
   lines.push(
     "",
-    `re-tokenized tail (tokens at the end of the prefix whose ids differ), where the ids do not line up: ${tails.join(", ") || "none"}`,
+    `where the ids do not line up, the prefix tokens from the first differing id on / the cut: ${tails.join(", ") || "none"}`,
     `characters after the cut where a continued answer first differs: ${diverged.join(", ") || "none"}`,
   );
   process.stdout.write(`${lines.join("\n")}\n`);

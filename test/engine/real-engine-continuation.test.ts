@@ -12,13 +12,11 @@
 // differ after the cut: how often is measured by bench/engine/continuation-exactness.ts (bench/README.md).
 //
 // Where node-llama-cpp cannot load the tests are skipped with the engine's own message, except under CI=true.
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
-import { parseConfig } from "../../src/config/load.js";
 import { ensureModel } from "../../src/engine/model-maker.js";
-import { Gateway } from "../../src/gateway/gateway.js";
-import { stopProcess } from "../helpers/processes.js";
-import { spawnRealEngine, type RealEngineProcess } from "../helpers/real-engines.js";
+import type { Gateway } from "../../src/gateway/gateway.js";
+import { gatewayOverSims, stopProcess } from "../helpers/processes.js";
+import { answerWithIds, spawnRealEngine, type RealEngineProcess } from "../helpers/real-engines.js";
 import { startStreamTap, type StreamTap } from "../helpers/stream-tap.js";
 
 const MODEL = "random-llama-tiny";
@@ -41,22 +39,11 @@ beforeAll(async () => {
   unavailable = started.find((e): e is string => typeof e === "string");
   if (unavailable !== undefined) return;
   taps = await Promise.all(engines.map((e) => startStreamTap(e.url)));
-  const config = parseConfig(
-    {
-      server: { host: "127.0.0.1", port: 0 },
-      // Probes and ejections stay out of the way: each engine breaks a stream on purpose.
-      health: {
-        probe_interval_seconds: 300,
-        ejection_consecutive_failures: 100,
-        engine_metrics_interval_seconds: 0,
-      },
-      backends: taps.map((t, i) => ({ id: `e${i}`, tier: "small", base_url: t.url, model: MODEL })),
-    },
-    "test",
-  );
-  gateway = await Gateway.start(config, {
-    logger: pino({ level: process.env["TEST_LOG_LEVEL"] ?? "silent" }),
-    listen: { host: "127.0.0.1", port: 0 },
+  // Probes and ejections stay out of the way: each engine breaks a stream on purpose.
+  gateway = await gatewayOverSims(taps, MODEL, {
+    probe_interval_seconds: 300,
+    ejection_consecutive_failures: 100,
+    engine_metrics_interval_seconds: 0,
   });
 }, STARTUP_TIMEOUT_MS);
 
@@ -85,32 +72,6 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
   });
   expect(res.status, await res.clone().text()).toBe(200);
   return res;
-}
-
-interface Ids {
-  text: string;
-  promptIds: number[];
-  replyIds: number[];
-}
-
-/** A chat or completions answer straight from an engine, not streamed, with vLLM's return_token_ids. */
-async function withIds(engineUrl: string, api: "chat" | "completions", body: object): Promise<Ids> {
-  const res = await post(`${engineUrl}${PATHS[api]}`, { ...body, stream: false, return_token_ids: true });
-  const answer = (await res.json()) as {
-    prompt_token_ids?: number[];
-    choices: {
-      message?: { content: string };
-      text?: string;
-      token_ids: number[];
-      prompt_token_ids?: number[];
-    }[];
-  };
-  const choice = answer.choices[0]!;
-  return {
-    text: choice.message?.content ?? choice.text ?? "",
-    promptIds: answer.prompt_token_ids ?? choice.prompt_token_ids ?? [],
-    replyIds: choice.token_ids,
-  };
 }
 
 interface Streamed {
@@ -181,7 +142,8 @@ const chatContinuation = (body: ReturnType<typeof chatBody>, prefix: string, gen
   add_generation_prompt: false,
 });
 
-const engineIndex = (backend: string): number => Number(backend.slice(1));
+/** Backends are small-0 and small-1 (gatewayOverSims), in the order of `engines`. */
+const engineIndex = (backend: string): number => Number(backend.slice(-1));
 
 /**
  * Compares a continued chat answer with the no-fault one, token by token where the engine tells its ids. Returns
@@ -198,12 +160,12 @@ async function compareChat(
   // The first engine decodes greedily: the text before the cut is the no-fault answer's.
   expect(reference.text.startsWith(cut.text)).toBe(true);
   expect(continued.migrated?.from).toEqual([reference.backend]);
-  const noFault = await withIds(engineUrls.noFault, "chat", body);
+  const noFault = await answerWithIds(engineUrls.noFault, "chat", body);
   expect(noFault.text).toBe(reference.text);
   // Every token the model generates is whole characters, one text event each: the cut is after this many tokens.
   const generated = noFault.replyIds.slice(0, cut.textEvents);
   // The spliced answer is the relayed text plus exactly the other engine's continuation of it.
-  const resumed = await withIds(other, "chat", chatContinuation(body, cut.text, cut.textEvents));
+  const resumed = await answerWithIds(other, "chat", chatContinuation(body, cut.text, cut.textEvents));
   expect(continued.text).toBe(cut.text + resumed.text);
   // Its prompt: the conversation's ids as in the no-fault prompt (assistant header included, no end of turn),
   // then the relayed text tokenized on its own.
@@ -213,7 +175,7 @@ async function compareChat(
     generated.every((id, i) => resumed.promptIds[noFault.promptIds.length + i] === id);
   if (idsLineUp) expect(continued.text).toBe(reference.text);
   // From the token ids themselves the other engine goes on exactly as the first did.
-  const fromIds = await withIds(other, "completions", {
+  const fromIds = await answerWithIds(other, "completions", {
     model: MODEL,
     temperature: 0,
     ignore_eos: true,
@@ -281,7 +243,7 @@ describe("an answer cut mid-stream on a real llama.cpp engine, continued on anot
       cut.text,
       cut.textEvents,
     );
-    const asChat = await withIds(other, "chat", chat);
+    const asChat = await answerWithIds(other, "chat", chat);
     expect(resumed.usage.input_tokens + resumed.usage.cache_read_input_tokens).toBe(asChat.promptIds.length);
     expect(resumed.content[0]?.text).toBe(asChat.text);
   });
@@ -303,14 +265,14 @@ describe("an answer cut mid-stream on a real llama.cpp engine, continued on anot
     expect(cut).toMatchObject({ broken: true, textEvents: CUT_AFTER_EVENTS });
     expect(reference.text.startsWith(cut.text)).toBe(true);
     const other = engines[1 - first]!.url;
-    const resumed = await withIds(other, "completions", {
+    const resumed = await answerWithIds(other, "completions", {
       ...body,
       max_tokens: MAX_TOKENS - cut.textEvents,
       prompt: body.prompt + cut.text,
     });
     expect(continued.text).toBe(cut.text + resumed.text);
-    const noFault = await withIds(engines[first]!.url, "completions", body);
-    const fromIds = await withIds(other, "completions", {
+    const noFault = await answerWithIds(engines[first]!.url, "completions", body);
+    const fromIds = await answerWithIds(other, "completions", {
       ...body,
       max_tokens: MAX_TOKENS - cut.textEvents,
       prompt: [...noFault.promptIds, ...noFault.replyIds.slice(0, cut.textEvents)],

@@ -36,3 +36,41 @@ export async function spawnRealEngine(
   }
   throw new Error(`engine exited (${outcome.code ?? outcome.signal}):\n${proc.output()}`);
 }
+
+/** A non-streamed answer with the token ids vLLM's return_token_ids adds to it. */
+export interface AnswerIds {
+  text: string;
+  promptIds: number[];
+  replyIds: number[];
+}
+
+/** A chat or completions answer straight from an engine, not streamed, with `return_token_ids: true`. */
+export async function answerWithIds(
+  engineUrl: string,
+  api: "chat" | "completions",
+  body: object,
+): Promise<AnswerIds> {
+  const path = api === "chat" ? "/v1/chat/completions" : "/v1/completions";
+  const res = await fetch(`${engineUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ...body, stream: false, return_token_ids: true }),
+  });
+  if (res.status !== 200) throw new Error(`${engineUrl}${path}: ${res.status} ${await res.text()}`);
+  const answer = (await res.json()) as {
+    prompt_token_ids?: number[];
+    choices: {
+      message?: { content: string };
+      text?: string;
+      token_ids: number[];
+      prompt_token_ids?: number[];
+    }[];
+  };
+  const choice = answer.choices[0]!;
+  return {
+    text: choice.message?.content ?? choice.text ?? "",
+    // Chat puts the prompt's ids on the response, completions on each choice (as vLLM does).
+    promptIds: answer.prompt_token_ids ?? choice.prompt_token_ids ?? [],
+    replyIds: choice.token_ids,
+  };
+}
