@@ -3,8 +3,19 @@
 // Tokenizing message by message (never the whole conversation as one string) makes a conversation's ids a prefix
 // of the ids of every longer conversation that starts with it: what prefix caching needs. Message text is never
 // parsed for special tokens, so a user cannot forge a turn marker.
+//
+// vLLM's continue_final_message (and an Anthropic prefill) leaves the final assistant message open: its text is
+// the prompt's end, with no end-of-turn and no new assistant header, as Hugging Face's apply_chat_template cuts
+// the rendered chat right after that message's content. The open text is tokenized as one piece, so the prompt
+// is the one the engine had when it generated that text only where the text re-tokenizes to the ids it was
+// generated as (docs/real-engine.md, "Continuing an answer").
 import type { ChatMessage } from "../surface/chat-messages.js";
 import type { LlamaModel } from "./llama-binding.js";
+
+export interface ChatRenderOptions {
+  addGenerationPrompt?: boolean;
+  continueFinalMessage?: boolean;
+}
 
 const IM_START = "<|im_start|>";
 const IM_END = "<|im_end|>";
@@ -26,13 +37,22 @@ export class ChatPrompt {
     return ids.length === 1 ? ids : this.model.tokenize(marker);
   }
 
-  private turn(out: number[], role: string, content: string): void {
+  /** One turn; an `open` one (a continued final message) ends with its text. */
+  private turn(out: number[], role: string, content: string, open = false): void {
     out.push(...this.imStart, ...this.model.tokenize(`${role}\n`));
     if (content.length > 0) out.push(...this.model.tokenize(content));
-    out.push(...this.imEnd, ...this.newline);
+    if (!open) out.push(...this.imEnd, ...this.newline);
   }
 
-  render(messages: readonly ChatMessage[], tools: readonly unknown[] | undefined): number[] {
+  /**
+   * @param options vLLM's add_generation_prompt (default true: the prompt ends with a new assistant header) and
+   *   continue_final_message (default false: the final message, an assistant's, is left open and goes on)
+   */
+  render(
+    messages: readonly ChatMessage[],
+    tools: readonly unknown[] | undefined,
+    options: ChatRenderOptions = {},
+  ): number[] {
     const out: number[] = [];
     const toolsText =
       tools && tools.length > 0
@@ -56,6 +76,7 @@ export class ChatPrompt {
             out,
             "assistant",
             [message.content, ...calls].filter((part) => part.length > 0).join("\n"),
+            options.continueFinalMessage === true && index === messages.length - 1,
           );
           break;
         }
@@ -67,7 +88,7 @@ export class ChatPrompt {
           this.turn(out, "user", message.content);
       }
     });
-    out.push(...this.imStart, ...this.model.tokenize("assistant\n"));
+    if (options.addGenerationPrompt ?? true) out.push(...this.imStart, ...this.model.tokenize("assistant\n"));
     return out;
   }
 }

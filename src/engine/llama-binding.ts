@@ -37,6 +37,10 @@ export interface LlamaModel {
   detokenize(tokens: readonly number[], specialTokens?: boolean): string;
   isEogToken(token: number): boolean;
   readonly trainContextSize: number;
+  /** The GGUF file's metadata: its vocabulary (`tokenizer.ggml.tokens`) says which token ids exist. */
+  readonly fileInfo: {
+    readonly metadata: { readonly tokenizer?: { readonly ggml?: { readonly tokens?: readonly unknown[] } } };
+  };
   createContext(options: {
     sequences: number;
     contextSize: number;

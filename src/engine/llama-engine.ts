@@ -34,6 +34,8 @@ export interface GenerateParams {
 
 export interface GenerationResult {
   text: string;
+  /** The reply's token ids, as generated (`text` is their decoding). */
+  tokens: number[];
   promptTokens: number;
   cachedTokens: number;
   completionTokens: number;
@@ -69,6 +71,8 @@ function wholeCharacters(text: string): string {
 
 export class LlamaEngine {
   readonly chat: ChatPrompt;
+  /** Token ids run from 0 to this, excluded: a prompt of ids is checked against it before llama.cpp sees it. */
+  readonly vocabularySize: number;
   private readonly pool: SlotPool<Slot>;
 
   private constructor(
@@ -77,6 +81,7 @@ export class LlamaEngine {
     readonly shape: EngineShape,
   ) {
     this.chat = new ChatPrompt(model);
+    this.vocabularySize = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0;
     this.pool = new SlotPool(Array.from({ length: shape.slots }, () => new Slot(context.getSequence())));
   }
 
@@ -148,6 +153,7 @@ export class LlamaEngine {
       if (text.length > sent.length && finishReason !== "abort") params.onText?.(text.slice(sent.length));
       return {
         text,
+        tokens,
         promptTokens: prompt.length,
         cachedTokens,
         completionTokens: tokens.length,

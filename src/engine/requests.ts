@@ -23,6 +23,8 @@ export interface GenerationRequest {
 export interface EngineRequest extends GenerationRequest {
   endpoint: Endpoint;
   includeUsage: boolean;
+  /** vLLM's return_token_ids: the answer carries its prompt's and its reply's token ids. */
+  returnTokenIds: boolean;
 }
 
 export type EngineMessagesRequest = GenerationRequest;
@@ -32,27 +34,47 @@ function optionalNumber(body: unknown, key: string): number | undefined {
   return typeof value === "number" ? value : undefined;
 }
 
-/** The one string prompt of a completion request: batches, token ids, echo and logprobs are refused. */
-function completionText(
+/**
+ * The prompt tokens of a completion request: its one prompt, a string tokenized whole (special tokens included,
+ * as vLLM's tokenizer does: the client writes the entire prompt, so there is no turn to forge) or token ids taken
+ * as they are (what lets a client continue an answer from the very ids it was generated as). Batches, echo and
+ * logprobs are refused.
+ */
+function completionPrompt(
   body: unknown,
   request: Extract<GenerateRequest, { endpoint: "completion" }>,
-): string {
+  engine: LlamaEngine,
+): number[] {
   const fields = body as Record<string, unknown>;
   if (request.prompts.length !== 1)
     throw badRequest(
       "a list of prompts is not supported by this engine: send one prompt per request",
       "prompt",
     );
-  const [prompt] = request.prompts;
-  if (typeof prompt !== "string")
-    throw badRequest(
-      "token-id prompts are not supported by this engine: send the prompt as a string",
-      "prompt",
-    );
   if (fields["echo"] === true) throw badRequest("echo is not supported by this engine", "echo");
   if (fields["logprobs"] !== undefined && fields["logprobs"] !== null)
     throw badRequest("logprobs are not supported by this engine", "logprobs");
-  return prompt;
+  const [prompt] = request.prompts;
+  if (typeof prompt === "string") return engine.model.tokenize(prompt, true);
+  // The request parser checked the ids against the simulator's vocabulary; this model's may be smaller, and
+  // llama.cpp must never see an id outside it.
+  const outside = prompt!.find((id) => id >= engine.vocabularySize);
+  if (outside !== undefined) throw badRequest(`Token id ${outside} is out of vocabulary`, "prompt");
+  return prompt!;
+}
+
+/** vLLM's return_token_ids, served on answers that are not streamed. */
+function readReturnTokenIds(body: unknown, stream: boolean): boolean {
+  const value = (body as Record<string, unknown>)["return_token_ids"];
+  if (value === undefined || value === null || value === false) return false;
+  if (value !== true)
+    throw badRequest("return_token_ids: Input should be a valid boolean", "return_token_ids");
+  if (stream)
+    throw badRequest(
+      "return_token_ids is served on answers that are not streamed only, by this engine",
+      "return_token_ids",
+    );
+  return true;
 }
 
 /** vLLM's context checks: the prompt must leave room, and prompt + max_tokens must fit in a slot. */
@@ -97,12 +119,13 @@ export function parseEngineRequest(
     endpoint === "chat" ? parseChatRequest(body) : parseCompletionRequest(body);
   checkServedModel(request.model, servedModel);
   if (request.n !== 1) throw badRequest("n > 1 is not supported by this engine", "n");
-  // A completion prompt is tokenized whole, special tokens included, as vLLM's tokenizer does: the client writes
-  // the entire prompt, so there is no turn to forge. Chat messages never are (src/engine/chat-prompt.ts).
   const prompt =
     request.endpoint === "chat"
-      ? engine.chat.render(request.messages, request.tools)
-      : engine.model.tokenize(completionText(body, request), true);
+      ? engine.chat.render(request.messages, request.tools, {
+          addGenerationPrompt: request.addGenerationPrompt,
+          continueFinalMessage: request.continueFinalMessage,
+        })
+      : completionPrompt(body, request, engine);
   const where = endpoint === "chat" ? "messages" : "prompt";
   const limit = engine.shape.ctxSize;
   checkPrompt(prompt, where, limit);
@@ -118,13 +141,16 @@ export function parseEngineRequest(
     ignoreEos: request.ignoreEos,
     stream: request.stream,
     includeUsage: request.includeUsage,
+    returnTokenIds: readReturnTokenIds(body, request.stream),
   };
 }
 
 /**
  * An Anthropic Messages request (POST /v1/messages, or `/count_tokens` when `countOnly`) on the chat path, read
  * by the simulator's converter (src/sim/messages-request.ts): system, text, tool_use and tool_result blocks become
- * chat turns, tools with input_schema become the function tools rendered into the prompt.
+ * chat turns, tools with input_schema become the function tools rendered into the prompt. A trailing assistant
+ * message is a prefill (Anthropic's rule): it is left open and the answer goes on from its text, as chat's
+ * continue_final_message.
  */
 export function parseEngineMessagesRequest(
   body: unknown,
@@ -134,7 +160,11 @@ export function parseEngineMessagesRequest(
 ): EngineMessagesRequest {
   const request = parseMessagesRequest(body, countOnly);
   checkServedModel(request.model, servedModel);
-  const prompt = engine.chat.render(request.messages, promptTools(request));
+  const prefilled = request.messages.at(-1)?.role === "assistant";
+  const prompt = engine.chat.render(request.messages, promptTools(request), {
+    addGenerationPrompt: !prefilled,
+    continueFinalMessage: prefilled,
+  });
   const limit = engine.shape.ctxSize;
   if (!countOnly) {
     checkPrompt(prompt, "messages", limit);

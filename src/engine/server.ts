@@ -41,6 +41,18 @@ const ROUTES = routeTable(INFO_ROUTES, OPENAI_ROUTES, ANTHROPIC_ROUTES);
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
+/**
+ * vLLM's return_token_ids on an answer of one choice: the reply's ids on the choice (`token_ids`), the prompt's
+ * on the response for chat and on the choice for completions (`prompt_token_ids`), where vLLM puts them.
+ */
+function withTokenIds(body: unknown, chat: boolean, prompt: number[], reply: number[]): unknown {
+  const answer = body as { choices: Record<string, unknown>[] };
+  const choices = answer.choices.map((choice) =>
+    chat ? { ...choice, token_ids: reply } : { ...choice, prompt_token_ids: prompt, token_ids: reply },
+  );
+  return chat ? { ...answer, choices, prompt_token_ids: prompt } : { ...answer, choices };
+}
+
 export class EngineServer {
   private readonly info: InfoSource;
   private readonly http: Server;
@@ -166,10 +178,13 @@ export class EngineServer {
       return;
     }
     const choices = [{ index: 0, text: result.text, finishReason: result.finishReason }];
+    const answer = chat
+      ? chatCompletionBody(identity, choices, totals)
+      : completionBody(identity, choices, totals);
     writeJson(
       res,
       200,
-      chat ? chatCompletionBody(identity, choices, totals) : completionBody(identity, choices, totals),
+      request.returnTokenIds ? withTokenIds(answer, chat, request.prompt, result.tokens) : answer,
     );
   }
 

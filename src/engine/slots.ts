@@ -50,7 +50,8 @@ export interface Claim<S> {
 /**
  * Sent tokens at the end of a slot's prompt that a continuation may still differ in. A text prompt's last word can
  * merge with the text appended to it: "Answer: " ends in a token " " that "Answer: Paris" spells " Paris". Chat
- * prompts never need it (each message is tokenized on its own, and every prompt ends with the assistant header).
+ * prompts need it only after a continued final message (continue_final_message, a prefill), whose open text the
+ * next turn sends whole: its last token may merge with the text that completes it.
  */
 export const SENT_TAIL_SLACK_TOKENS = 1;
 

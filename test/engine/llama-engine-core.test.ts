@@ -54,6 +54,7 @@ function scriptedModel(sequences: ScriptedSequence[], eogToken?: number): LlamaM
     detokenize: (tokens) => tokens.map((t) => String.fromCharCode(t)).join(""),
     isEogToken: (token) => token === eogToken,
     trainContextSize: 1024,
+    fileInfo: { metadata: { tokenizer: { ggml: { tokens: Array.from({ length: 256 }, () => "") } } } },
     createContext: () => Promise.resolve(context),
     dispose: () => Promise.resolve(),
   };

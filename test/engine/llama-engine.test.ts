@@ -99,3 +99,27 @@ describe("LlamaEngine on llama.cpp", () => {
     expect(aNext.cachedTokens).toBeGreaterThanOrEqual(warm.chat.render(a, undefined).length);
   });
 });
+
+describe("ChatPrompt's continue_final_message and add_generation_prompt", () => {
+  it("leaves the final assistant message open: the conversation's ids, the header, then its text alone", async (context) => {
+    skipIfUnavailable(context);
+    const chat = (await engine(1)).chat;
+    const conversation: ChatMessage[] = [SYSTEM, { role: "user", content: "Name a harbour." }];
+    const open = chat.render([...conversation, { role: "assistant", content: "The harbour of" }], undefined, {
+      addGenerationPrompt: false,
+      continueFinalMessage: true,
+    });
+    // The no-fault prompt ends with the assistant header, whose reply the open text goes on.
+    expect(open).toEqual([...chat.render(conversation, undefined), ...model!.tokenize("The harbour of")]);
+    // Without continue_final_message the same message is a closed turn, followed by no header.
+    const closed = chat.render(
+      [...conversation, { role: "assistant", content: "The harbour of" }],
+      undefined,
+      {
+        addGenerationPrompt: false,
+      },
+    );
+    expect(model!.detokenize(closed.slice(open.length), true)).toBe("<|im_end|>\n");
+    expect(closed.slice(0, open.length)).toEqual(open);
+  });
+});

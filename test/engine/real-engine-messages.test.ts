@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vit
 import { parseConfig } from "../../src/config/load.js";
 import { ensureModel } from "../../src/engine/model-maker.js";
 import { Gateway } from "../../src/gateway/gateway.js";
-import { runCli, stopProcess, type CliProcess } from "../helpers/processes.js";
+import { stopProcess } from "../helpers/processes.js";
+import { spawnRealEngine, type RealEngineProcess } from "../helpers/real-engines.js";
 
 const MODEL = "random-llama-tiny";
 const STARTUP_TIMEOUT_MS = 120_000;
@@ -27,38 +28,18 @@ interface AgentServeMeta {
   affinity_hit: boolean;
 }
 
-let engine: { url: string; process: CliProcess } | undefined;
+let engine: RealEngineProcess | undefined;
 let gateway: Gateway | undefined;
 let unavailable: string | undefined;
 
 beforeAll(async () => {
   const modelPath = await ensureModel("tiny");
-  const proc = runCli([
-    "engine",
-    "--port",
-    "0",
-    "--model",
-    modelPath,
-    "--served-model-name",
-    MODEL,
-    "--threads",
-    "1",
-    "--slots",
-    "2",
-  ]);
-  const listening = proc.waitForLine(/listening on (http:\/\/\S+)/).then((m) => m[1]!);
-  const outcome = await Promise.race([listening, proc.exited]);
-  if (typeof outcome !== "string") {
-    listening.catch(() => undefined);
-    if (outcome.code === 1 && proc.output().includes("node-llama-cpp")) {
-      if (process.env["CI"] === "true")
-        throw new Error(`CI must run the real-engine tests, but: ${proc.output()}`);
-      unavailable = proc.output().trim();
-      return;
-    }
-    throw new Error(`engine exited (${outcome.code ?? outcome.signal}):\n${proc.output()}`);
+  const started = await spawnRealEngine(modelPath, MODEL, ["--threads", "1", "--slots", "2"]);
+  if (typeof started === "string") {
+    unavailable = started;
+    return;
   }
-  engine = { url: outcome, process: proc };
+  engine = started;
   const config = parseConfig(
     {
       server: { host: "127.0.0.1", port: 0 },
