@@ -168,7 +168,7 @@ async function runCondition(
   c: KvCondition,
   options: StudyOptions,
   guard: InterruptGuard,
-): Promise<{ records: CodingRecord[]; numbers: KvStudyNumbers; config: unknown }> {
+): Promise<{ records: CodingRecord[]; config: unknown }> {
   const engines = await startEngines(plan, c, options);
   let fleet: GatewayFleet | undefined;
   let pool: Dispatcher | undefined;
@@ -200,13 +200,14 @@ async function runCondition(
       condition: c.name,
       sessions,
       target,
-      sessionHeaders: (id) => ({ [CLIENT_SESSION_HEADER]: id }),
+      sessionHeaders: (id): Record<string, string> =>
+        sendsSignal(id) ? { [CLIENT_SESSION_HEADER]: id } : {},
       startGapMs: 2000,
       now: () => performance.now() - started,
       onRecord: (r) => options.progress.tick(!r.ok),
     });
     options.progress.done();
-    return { records, numbers: kvStudyNumbers(records, options.timeScale), config: fleet.config };
+    return { records, config: fleet.config };
   } finally {
     await pool?.close();
     await fleet?.close();
@@ -214,7 +215,16 @@ async function runCondition(
   }
 }
 
-type Row = KvStudyNumbers & KvCondition;
+/**
+ * Every other session comes from a client that names its session (Claude Code's header); the rest from one that
+ * does not (an agent on a plain SDK), placed by its prompt alone: approximate placement by the shared prefix's
+ * home, event-driven by where its conversation is held.
+ */
+export function sendsSignal(sessionId: string): boolean {
+  return Number(sessionId.slice(sessionId.lastIndexOf("-") + 1)) % 2 === 0;
+}
+
+type Row = KvStudyNumbers & KvCondition & { signalled: KvStudyNumbers; unsignalled: KvStudyNumbers };
 
 /** The approximate and event-driven rows of one (pressure, replicas) pair. */
 function pairs(rows: readonly Row[]): { approximate: Row; events: Row }[] {
@@ -307,7 +317,17 @@ export async function runKvEventsStudy(options: StudyOptions): Promise<StudyResu
   try {
     for (const c of conditionsOf(plan)) {
       const run = await runCondition(plan, c, options, guard);
-      rows.push({ ...c, ...run.numbers });
+      const bySignal = (signalled: boolean): KvStudyNumbers =>
+        kvStudyNumbers(
+          run.records.filter((r) => sendsSignal(r.sessionId) === signalled),
+          options.timeScale,
+        );
+      rows.push({
+        ...c,
+        ...kvStudyNumbers(run.records, options.timeScale),
+        signalled: bySignal(true),
+        unsignalled: bySignal(false),
+      });
       records.push(...run.records);
       configs.push(run.config);
     }
@@ -324,7 +344,8 @@ export async function runKvEventsStudy(options: StudyOptions): Promise<StudyResu
     description:
       `${ENGINES} simulated ${PROFILE} engines (max_model_len ${MAX_MODEL_LEN}, max_inflight ${MAX_INFLIGHT} per replica), ` +
       `every one publishing vLLM KV events; KV caches of ${plan.pressures.map((p) => `${count(plan.kvCapacityBlocks[p])} blocks (${count(plan.kvCapacityBlocks[p] * 16)} tokens, ${p})`).join(" or ")}. ` +
-      `${w.sessions} coding-agent sessions (the client's session header, ${CLIENT_SESSION_HEADER}), ${w.turns.min}-${w.turns.max} calls each: ` +
+      `${w.sessions} coding-agent sessions, every other one from a client naming its session (${CLIENT_SESSION_HEADER}, ` +
+      `sub-agents included), the rest from one that does not; ${w.turns.min}-${w.turns.max} calls each: ` +
       `a shared ${tokens(w.systemPromptChars)}-token system prompt, a first call carrying ${tokens(w.openingContextChars!.min)}-${tokens(w.openingContextChars!.max)} ` +
       `tokens of context, then tool results of ${tokens(w.toolResultChars.min)}-${tokens(w.toolResultChars.max)} tokens per call; ` +
       `${pct(w.burstShare)} of the sessions fan out a burst of ${w.burstSize.min}-${w.burstSize.max} sub-agents (median ${w.burstSize.median}) ` +
@@ -365,6 +386,23 @@ export async function runKvEventsStudy(options: StudyOptions): Promise<StudyResu
           r.predictedTurns === 0 ? "-" : `${pct(r.predictionErrorMean)} / ${pct(r.predictionErrorMax)}`,
           r.predictedTurns === 0 ? "-" : `${r.predictedOver} / ${r.predictedUnder}`,
           count(r.largestPromptTokens),
+        ]),
+      },
+      {
+        title: "Prompt tokens cached, by client: the sessions that name themselves vs those that do not",
+        columns: [
+          "condition",
+          "with the session header",
+          "without",
+          "TTFT p50 / p99 with",
+          "TTFT p50 / p99 without",
+        ],
+        rows: rows.map((r) => [
+          label(r),
+          pct(r.signalled.cachedShare),
+          pct(r.unsignalled.cachedShare),
+          `${sec(r.signalled.ttftP50Seconds)} / ${sec(r.signalled.ttftP99Seconds)}`,
+          `${sec(r.unsignalled.ttftP50Seconds)} / ${sec(r.unsignalled.ttftP99Seconds)}`,
         ]),
       },
       {
