@@ -29,7 +29,10 @@ export interface KvStudyNumbers {
   /** Mean and largest |cached - expected| / prompt tokens. */
   predictionErrorMean: number;
   predictionErrorMax: number;
-  /** Turns that reused fewer tokens than predicted (the engine evicted after placement), and more. */
+  /**
+   * Predictions off by more than the tolerance: the engine reused fewer tokens than predicted (it evicted after
+   * placement), or more (a concurrent call stored a shared prefix after placement).
+   */
   predictedOver: number;
   predictedUnder: number;
   /** x_agent_serve.reason of every served call, counted. */
@@ -56,6 +59,7 @@ export function kvStudyNumbers(records: readonly CodingRecord[], timeScale: numb
   const cachedTokens = served.reduce((n, r) => n + r.cachedTokens, 0);
   const predicted = served.filter((r) => predictionError(r) !== undefined);
   const errors = predicted.map((r) => predictionError(r)!);
+  const wrong = predicted.filter((r) => predictionError(r)! > PREDICTION_TOLERANCE);
   const reasons: Record<string, number> = {};
   for (const r of served) reasons[r.reason ?? "none"] = (reasons[r.reason ?? "none"] ?? 0) + 1;
   return {
@@ -77,8 +81,8 @@ export function kvStudyNumbers(records: readonly CodingRecord[], timeScale: numb
       errors.length,
     ),
     predictionErrorMax: Math.max(0, ...errors),
-    predictedOver: predicted.filter((r) => r.cachedTokens < r.expectedCachedTokens!).length,
-    predictedUnder: predicted.filter((r) => r.cachedTokens > r.expectedCachedTokens!).length,
+    predictedOver: wrong.filter((r) => r.cachedTokens < r.expectedCachedTokens!).length,
+    predictedUnder: wrong.filter((r) => r.cachedTokens > r.expectedCachedTokens!).length,
     reasons,
   };
 }

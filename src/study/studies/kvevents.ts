@@ -46,15 +46,16 @@ interface Plan {
 }
 
 /**
- * Full: twelve sessions that start at about 100k tokens (a 20k-token system prompt with tools and the files a
- * resumed task has read) and grow by 4-12k tokens of tool results per call to about 200k; half fan out a
+ * Full: eight sessions that start at about 100k tokens (a 20k-token system prompt with tools and the files a
+ * resumed task has read) and grow by 4-12k tokens of tool results per call to 150-200k; half fan out a
  * burst of sub-agents. Roomy engines keep the KV an A100 80GB leaves a 7B model (the profile's ~1M tokens, five
- * of these sessions); tight ones a quarter of it (~400k tokens, two sessions), as a larger model's would be.
+ * of these sessions); tight ones a quarter of it (~260k tokens, one session and a half), as a larger model's
+ * would be.
  */
 const FULL: Plan = {
   workload: {
-    sessions: 12,
-    turns: { min: 8, max: 12 },
+    sessions: 8,
+    turns: { min: 6, max: 10 },
     systemPromptChars: 80_000,
     subagentPromptChars: 24_000,
     openingContextChars: { min: 300_000, max: 360_000 },
@@ -66,22 +67,22 @@ const FULL: Plan = {
     thinkSeconds: { short: { min: 1, max: 8 }, long: { min: 20, max: 60 }, longShare: 0.1 },
     subagentThinkSeconds: { min: 1, max: 5 },
   },
-  kvCapacityBlocks: { roomy: getProfile(PROFILE).kvCapacityBlocks, tight: 24_576 },
+  kvCapacityBlocks: { roomy: getProfile(PROFILE).kvCapacityBlocks, tight: 16_384 },
   pressures: ["roomy", "tight"],
 };
 
 /** Quick (tests): the same shape a tenth the size, tight engines only. */
 const QUICK: Plan = {
   workload: {
-    sessions: 6,
-    turns: { min: 4, max: 5 },
+    sessions: 4,
+    turns: { min: 3, max: 4 },
     systemPromptChars: 8_000,
     subagentPromptChars: 2_400,
     openingContextChars: { min: 30_000, max: 36_000 },
     toolResultChars: { min: 1_600, max: 4_800 },
     replyTokens: { min: 8, max: 24 },
     burstShare: 0.5,
-    burstSize: { median: 6, p90: 6, min: 6, max: 6 },
+    burstSize: { median: 4, p90: 4, min: 4, max: 4 },
     subagentTurns: { min: 2, max: 2 },
     thinkSeconds: { short: { min: 1, max: 4 }, long: { min: 5, max: 10 }, longShare: 0 },
     subagentThinkSeconds: { min: 1, max: 3 },
@@ -142,7 +143,8 @@ export function gatewayConfig(
   return {
     server: { host: "127.0.0.1", port: 0 },
     health: STUDY_HEALTH,
-    admission: { max_queue_size: 1024 },
+    // Calls wait for a slot as long as a burst needs: a study measures placement, not the queue's timeout.
+    admission: { max_queue_size: 1024, queue_timeout_seconds: 600 },
     backends: engines.map((engine, i) => ({
       id: `engine-${i}`,
       tier: TIER,
@@ -224,7 +226,8 @@ export function sendsSignal(sessionId: string): boolean {
   return Number(sessionId.slice(sessionId.lastIndexOf("-") + 1)) % 2 === 0;
 }
 
-type Row = KvStudyNumbers & KvCondition & { signalled: KvStudyNumbers; unsignalled: KvStudyNumbers };
+/** One condition's numbers, all calls and by client (summary.json's data). */
+export type Row = KvStudyNumbers & KvCondition & { signalled: KvStudyNumbers; unsignalled: KvStudyNumbers };
 
 /** The approximate and event-driven rows of one (pressure, replicas) pair. */
 function pairs(rows: readonly Row[]): { approximate: Row; events: Row }[] {
