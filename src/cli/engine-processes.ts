@@ -38,7 +38,24 @@ export function simArgs(backend: BackendConfig): string[] {
     args.push("--tool-call-rate-after-result", String(sim.tool_call_rate_after_result));
   if (sim.parallel_tool_call_rate !== undefined)
     args.push("--parallel-tool-call-rate", String(sim.parallel_tool_call_rate));
+  if (backend.kv_events !== undefined) args.push("--kv-events-config", simKvEventsConfig(backend.kv_events));
   return args;
+}
+
+/**
+ * The simulator's `--kv-events-config` for a backend whose events the gateway subscribes to: the engine binds
+ * what the gateway connects to. By vLLM's rule a `tcp://HOST:PORT` address would be connected to, so the engine
+ * gets `tcp://*:PORT` (every interface, as vLLM's default `tcp://*:5557`); `ipc://` addresses bind as they are.
+ */
+export function simKvEventsConfig(events: NonNullable<BackendConfig["kv_events"]>): string {
+  const bindable = (endpoint: string): string => endpoint.replace(/^tcp:\/\/.+:(\d+)$/, "tcp://*:$1");
+  return JSON.stringify({
+    enable_kv_cache_events: true,
+    publisher: "zmq",
+    endpoint: bindable(events.endpoint),
+    ...(events.replay_endpoint === undefined ? {} : { replay_endpoint: bindable(events.replay_endpoint) }),
+    topic: events.topic,
+  });
 }
 
 export async function startEngineProcesses(backends: readonly BackendConfig[]): Promise<EngineProcess[]> {

@@ -31,6 +31,7 @@ import type { UpstreamPools } from "./upstream-pools.js";
 import { receiptFields, type PendingReceipt } from "../receipts/turn-receipts.js";
 import type { Endpoint } from "./completion-request.js";
 import { ClientClosedError } from "./client-closed.js";
+import { withEngineSessionHeader } from "./engine-session-header.js";
 import type { ContinuationSettings } from "./continuation/eligibility.js";
 import { StreamMigration, type MigrationOutcome } from "./continuation/stream-migration.js";
 
@@ -426,7 +427,7 @@ function planOf(
     createRelay: relays.for(backend.id),
     readResponseId: request.responses,
     restoreBody: relays.restoreBody,
-    upstreamHeaders: backend.upstreamHeaders,
+    upstreamHeaders: withEngineSessionHeader(backend.upstreamHeaders, sessionId),
     receipt:
       request.receipt === undefined
         ? undefined

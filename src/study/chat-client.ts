@@ -1,5 +1,5 @@
 // One chat completion as an agent sends it, timed: TTFT from the first content chunk, E2E to the end.
-import type { Pool } from "undici";
+import type { Dispatcher } from "undici";
 
 export interface ChatTurnRequest {
   /** Sent as X-Session-Id; undefined: the request has none (session-less placement). */
@@ -39,6 +39,8 @@ export interface ChatTurnResult {
   reusableTokens?: number | null;
   lostTokens?: number | null;
   lostCause?: string | null;
+  /** The gateway's prediction of cachedTokens from the engine's KV events; null when it made none. */
+  expectedCachedTokens?: number | null;
 }
 
 interface Meta {
@@ -51,6 +53,7 @@ interface Meta {
   reusable_tokens?: number;
   lost_tokens?: number;
   lost_cause?: string;
+  expected_cached_tokens?: number;
 }
 
 interface Usage {
@@ -86,11 +89,12 @@ function emptyResult(status: number, e2eMs: number, error: string): ChatTurnResu
     reusableTokens: null,
     lostTokens: null,
     lostCause: null,
+    expectedCachedTokens: null,
   };
 }
 
 export async function sendChatTurn(
-  pool: Pool,
+  pool: Dispatcher,
   request: ChatTurnRequest,
   nowMs: () => number,
 ): Promise<ChatTurnResult> {
@@ -178,5 +182,6 @@ function resultFrom(
     reusableTokens: meta?.reusable_tokens ?? null,
     lostTokens: meta?.lost_tokens ?? null,
     lostCause: meta?.lost_cause ?? null,
+    expectedCachedTokens: meta?.expected_cached_tokens ?? null,
   };
 }

@@ -1,6 +1,6 @@
 // Runs coding-agent sessions as the agents send them: every session at once, each call on its thread's growing
 // history, sub-agent bursts in parallel while the parent waits, the client's own session signal on every call.
-import type { Pool } from "undici";
+import type { Dispatcher } from "undici";
 import { EXACT_LENGTH, sendChatTurn } from "./chat-client.js";
 import type { CodingCall, CodingSessionPlan } from "./coding-workload.js";
 import type { RequestRecord } from "./session-runner.js";
@@ -21,7 +21,8 @@ export interface BurstWindow {
 export interface CodingRunOptions {
   condition: string;
   sessions: readonly CodingSessionPlan[];
-  target: { pool: Pool; timeScale: number };
+  /** A Pool to one gateway, or a BalancedPool spreading the calls over replicas. */
+  target: { pool: Dispatcher; timeScale: number };
   /** The headers a session's calls carry (its client's session signal, or none). */
   sessionHeaders: (sessionId: string) => Readonly<Record<string, string>>;
   /** Simulated ms between the sessions' starts, so they do not all open at the same instant. */

@@ -30,6 +30,11 @@ export interface CodingWorkloadSpec {
   };
   /** Pause between a sub-agent's calls (its tools running). */
   subagentThinkSeconds: { min: number; max: number };
+  /**
+   * Context the session's first call carries besides the request (files read, a resumed conversation), an
+   * inclusive range per session; none when absent. What makes a session's prompt start large.
+   */
+  openingContextChars?: { min: number; max: number };
   /** Prefix of session ids: names the run and the condition. */
   idPrefix: string;
 }
@@ -117,11 +122,17 @@ export function generateCodingWorkload(spec: CodingWorkloadSpec): CodingSessionP
     const calls: CodingCall[] = [];
     for (let c = 0; c < count; c++) {
       const long = random.next() < spec.thinkSeconds.longShare;
+      const opening = c === 0 ? spec.openingContextChars : undefined;
       calls.push({
         // The first call and the person's later requests are user turns; the rest carry a tool's result.
         message:
           c === 0 || long
-            ? { kind: "user", text: prose(random, 200 + random.int(600)) }
+            ? {
+                kind: "user",
+                text:
+                  prose(random, 200 + random.int(600)) +
+                  (opening === undefined ? "" : `\n${prose(random, between(random, opening))}`),
+              }
             : toolCall(random, spec),
         replyTokens: between(random, spec.replyTokens),
         thinkMs:

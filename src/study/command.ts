@@ -12,6 +12,7 @@ import { runAgentsStudy } from "./studies/agents.js";
 import { runFailureStudy } from "./studies/failure.js";
 import { runFairnessStudy } from "./studies/fairness.js";
 import { runHotspotStudy } from "./studies/hotspot.js";
+import { runKvEventsStudy } from "./studies/kvevents.js";
 import { runReplicasStudy } from "./studies/replicas.js";
 import { runSaturationStudy } from "./studies/saturation.js";
 import { runSessionlessStudy } from "./studies/sessionless.js";
@@ -34,6 +35,7 @@ export const STUDIES: Record<StudyName, StudyDefinition> = {
   replicas: { run: runReplicasStudy, defaultTimeScale: 10 },
   agents: { run: runAgentsStudy, defaultTimeScale: 10 },
   fairness: { run: runFairnessStudy, defaultTimeScale: 10 },
+  kvevents: { run: runKvEventsStudy, defaultTimeScale: 10 },
 };
 
 const HELP = `usage: agent-serve study [NAME] [--gateway URL] [--engines sim|real] [--seed N] [--seeds N]
@@ -60,6 +62,8 @@ studies:
                signal vs prefix placement only vs least-loaded
   fairness     interactive agents beside sub-agent bursts on full engines: the flow scheduler's
                fifo, fair and least-attained (also with a per-agent cap) vs the interactive agents alone
+  kvevents     coding-agent sessions of 100-200k tokens on engines whose KV caches hold a few of them:
+               approximate vs KV-event-driven placement, with 1 and 3 gateway replicas
   all          every study above, one after the other
 
 flags:
@@ -74,7 +78,8 @@ flags:
                       and in how many seeds each check held (default 1)
       --time-scale X  simulated engine time per wall time (default per study: affinity 5,
                       saturation 10, sessions 8, failure 1,
-                      hotspot 10, sessionless 10, replicas 10, agents 10, fairness 10); latencies are reported in engine time
+                      hotspot 10, sessionless 10, replicas 10, agents 10, fairness 10,
+                      kvevents 10); latencies are reported in engine time
       --out DIR       where run directories go (default studies/results)
       --quick         small counts (a few seconds per study), for smoke tests
       --strict        exit 1 when any check or goal is not met (for CI that gates on a study)

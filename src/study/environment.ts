@@ -2,7 +2,7 @@
 import { GatewayError } from "../core/errors.js";
 import { availableParallelism } from "node:os";
 import { pino } from "pino";
-import { Pool } from "undici";
+import { Pool, type Dispatcher } from "undici";
 import { parseConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { Gateway } from "../gateway/gateway.js";
@@ -137,24 +137,7 @@ export class StudyEnvironment implements StudyTarget {
    * every condition, which was the whole p99 of several policies. Nothing here is recorded.
    */
   async warmConnections(concurrency: number, tierHint: string): Promise<void> {
-    const results = await Promise.all(
-      Array.from({ length: concurrency }, (_, i) =>
-        sendChatTurn(
-          this.pool,
-          {
-            sessionId: undefined,
-            messages: [{ role: "user", content: `connection warm-up ${i}` }],
-            tierHint,
-            maxTokens: 1,
-            stream: false,
-          },
-          () => performance.now(),
-        ),
-      ),
-    );
-    const failed = results.find((r) => !r.ok);
-    if (failed !== undefined)
-      throw new GatewayError("upstream_error", `the deployment's warm-up request failed: ${failed.error}`);
+    await warmConnections(this.pool, concurrency, tierHint);
   }
 
   /** Kills an engine the way a crash would: it stops listening and drops every connection. */
@@ -185,6 +168,35 @@ export class StudyEnvironment implements StudyTarget {
     await this.gateway.close(0);
     await Promise.all([...this.engines.values()].map((e) => e.close()));
   }
+}
+
+/**
+ * `concurrency` one-token requests at once through `pool`, without a session id or a shared prompt:
+ * StudyEnvironment.warmConnections says why. Throws when one fails.
+ */
+export async function warmConnections(
+  pool: Dispatcher,
+  concurrency: number,
+  tierHint: string,
+): Promise<void> {
+  const results = await Promise.all(
+    Array.from({ length: concurrency }, (_, i) =>
+      sendChatTurn(
+        pool,
+        {
+          sessionId: undefined,
+          messages: [{ role: "user", content: `connection warm-up ${i}` }],
+          tierHint,
+          maxTokens: 1,
+          stream: false,
+        },
+        () => performance.now(),
+      ),
+    ),
+  );
+  const failed = results.find((r) => !r.ok);
+  if (failed !== undefined)
+    throw new GatewayError("upstream_error", `the deployment's warm-up request failed: ${failed.error}`);
 }
 
 /** A gateway someone else runs (`--gateway URL`): wall-clock time, no control over engines or config. */

@@ -9,6 +9,7 @@ export const STUDY_NAMES = [
   "replicas",
   "agents",
   "fairness",
+  "kvevents",
 ] as const;
 
 export type StudyName = (typeof STUDY_NAMES)[number];

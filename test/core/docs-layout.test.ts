@@ -27,7 +27,7 @@ describe("the docs' layout", () => {
       .map((name) => name.slice(0, -3));
     const summary = commands.find((command) => command.name === "study")?.summary ?? "";
     const listed = /run a load study \(([^)]*)\)/.exec(summary)?.[1]?.split(", ") ?? [];
-    expect(studies.length).toBe(9);
+    expect(studies.length).toBe(10);
     expect([...listed].sort()).toEqual([...studies].sort());
   });
 });
