@@ -208,7 +208,7 @@ async function main(): Promise<void> {
           ? text.includes("data: [DONE]")
           : api === "messages"
             ? text.includes("event: message_stop")
-            : text.includes("response.completed");
+            : /"type":"response\.(completed|incomplete)"/.test(text);
       if (errorEvent) {
         const message = /"message":"([^"]{0,90})/.exec(
           text.slice(text.search(/event: error|"error"|response\.failed/)),

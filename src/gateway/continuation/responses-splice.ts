@@ -236,7 +236,7 @@ export class ResponsesSpliceRelay extends SpliceRelay {
     return out;
   }
 
-  /** The answer's final event: the created response, completed (or incomplete at the token limit). */
+  /** The answer's final event: the created response, its status completed (or incomplete at the token limit). */
   private finished(): Buffer[] {
     if (this.ended || (this.finish === undefined && !this.callsDone())) return [];
     const status = this.finish === "length" ? "incomplete" : "completed";
@@ -258,7 +258,9 @@ export class ResponsesSpliceRelay extends SpliceRelay {
               total_tokens: usage.promptTokens + usage.completionTokens,
             },
     };
-    out.push(this.event(`response.${status}`, { response, x_agent_serve: this.finalMeta() }));
+    // vLLM ends every Responses stream with response.completed, its status saying "incomplete" at the token
+    // limit: the continued stream ends as the first engine's would have.
+    out.push(this.event("response.completed", { response, x_agent_serve: this.finalMeta() }));
     this.ended = true;
     return out;
   }

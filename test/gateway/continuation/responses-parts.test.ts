@@ -236,7 +236,7 @@ describe("splicing a chat continuation into a Responses stream", () => {
     const events = sent(pushAll(second, chatChunk({ content: "!" }, "length") + "data: [DONE]\n\n"));
     expect(events[0]).toMatchObject({ type: "response.output_text.delta", sequence_number: 6, delta: "!" });
     expect(events.at(-1)).toMatchObject({
-      type: "response.incomplete",
+      type: "response.completed",
       response: { status: "incomplete", incomplete_details: { reason: "max_output_tokens" } },
     });
   });
