@@ -13,7 +13,7 @@ import type { CompletionRequest, Endpoint } from "./completion-request.js";
 import type { RequestContext } from "./request-context.js";
 import { OwnerWriteGate } from "./owner-write-gate.js";
 import { readBody } from "./read-body.js";
-import { rememberResponse } from "./response-chain.js";
+import { liveOwner, rememberResponse } from "./response-chain.js";
 import type { RouteDeps } from "./route-tier.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import {
@@ -73,7 +73,7 @@ export async function handleCompletion(
     const gate = ownerGate(deps, endpoint, request, session.sessionId, res);
     const attempts = routedRequest(endpoint, countTokens, parsed, session, routed, hold, flow);
     const made = (turn.made = await runAttemptLoop(deps, live, attempts, gate ?? res, ctx));
-    if (made.result === undefined) throw unanswered(made, request, routed.route.onlyBackend);
+    if (made.result === undefined) throw unanswered(deps, made, request, routed.route.onlyBackend);
     const settling = settleAnswer(deps, parsed, session, routed, made, !countTokens, gate?.writtenId);
     ({ usage: turn.usage, receipt: turn.receipt } = settling instanceof Promise ? await settling : settling);
   } finally {
@@ -135,12 +135,17 @@ function recordTurn(ctx: RequestContext, turn: TurnRecord): void {
  * (only that engine could answer: no failover).
  */
 function unanswered(
+  deps: CompletionDeps,
   made: AttemptsMade,
   request: CompletionRequest,
   onlyBackend: string | undefined,
 ): unknown {
   const err = made.error;
   if (onlyBackend === undefined) return err;
+  // The owner left (a reload, discovery) or went down after the turn was routed to it: its state is lost, which
+  // liveOwner says, rather than that the tier has no healthy backend.
+  if (err instanceof GatewayError && err.code === "no_healthy_backend")
+    liveOwner(deps.registry, request.previousResponseId!, onlyBackend);
   if (!(err instanceof GatewayError) || (err.code !== "upstream_error" && err.code !== "upstream_timeout"))
     return err;
   return new GatewayError(
