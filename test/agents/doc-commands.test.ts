@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { expect } from "vitest";
+import { describe, expect } from "vitest";
 import { namespaceTest as test } from "../helpers/network-namespace.js";
 import { CLIS_DIR } from "./clis.js";
 import { startNetns, type Netns } from "./netns.js";
@@ -110,17 +110,21 @@ async function runBlocks(start: string, least: number): Promise<BlockRun[]> {
   }
 }
 
-test("every command block of docs/clients-coding-agents.md works as written against `npm start`", async () => {
-  // the engines answer text, never a tool call: the CLI prints the words and stops
-  for (const run of await runBlocks(NPM_START, 1)) {
-    const context = `${run.command}\n${run.output}\n${run.gatewayOutput}`;
-    expect(run.output.trim().length, context).toBeGreaterThan(0);
-    expect(run.calls.length, context).toBeGreaterThanOrEqual(1);
-  }
-}, 900_000);
+// The two demos run at once, each in its own namespace (both listen on the namespace's own 127.0.0.1:8000): the
+// CLIs mostly wait on their model calls, so the file takes about as long as its slower half.
+describe.concurrent("the doc's command blocks", () => {
+  test("every command block of docs/clients-coding-agents.md works as written against `npm start`", async () => {
+    // the engines answer text, never a tool call: the CLI prints the words and stops
+    for (const run of await runBlocks(NPM_START, 1)) {
+      const context = `${run.command}\n${run.output}\n${run.gatewayOutput}`;
+      expect(run.output.trim().length, context).toBeGreaterThan(0);
+      expect(run.calls.length, context).toBeGreaterThanOrEqual(1);
+    }
+  }, 900_000);
 
-test("every command block of docs/clients-coding-agents.md works as written against the scripted demo", async () => {
-  // the listing, then the closing answer: at least two model calls per CLI
-  for (const run of await runBlocks(SCRIPTED_START, 2))
-    expect(run.output, `${run.command}\n${run.output}\n${run.gatewayOutput}`).toContain(CLOSING);
-}, 900_000);
+  test("every command block of docs/clients-coding-agents.md works as written against the scripted demo", async () => {
+    // the listing, then the closing answer: at least two model calls per CLI
+    for (const run of await runBlocks(SCRIPTED_START, 2))
+      expect(run.output, `${run.command}\n${run.output}\n${run.gatewayOutput}`).toContain(CLOSING);
+  }, 900_000);
+});
