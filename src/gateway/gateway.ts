@@ -132,6 +132,7 @@ export class Gateway {
       bindingHashKey: options.bindingHashKey ?? randomHashKey(),
       probeSoon: (id) => this.health.probeSoon(id),
       receiptBlockTokens: () => this.live.current.settings.receipts.blockTokens,
+      live: () => this.live.current,
     });
     this.health = wired.health;
     this.loadPoller = wired.loadPoller;
