@@ -41,7 +41,7 @@ function setup(script: Script) {
     return Promise.resolve({ status });
   };
   const owners = new SearchingOwnerStore(new ResponseOwners(clock, { ttlMs: 60_000, maxEntries: 100 }), {
-    registry: { all: () => backends },
+    registry: { all: () => backends.values() },
     pools: { get: () => ({ pool: undefined as never, basePath: "" }) },
     attemptEnv: () => ({ nowMs: () => clock.nowMs() }) as AttemptEnv,
     timeoutMs: () => TIMEOUT_MS,
