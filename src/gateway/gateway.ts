@@ -139,7 +139,7 @@ export class Gateway {
     this.sharedService = wired.sharedService;
     this.live = { current: liveStateFrom(wired.settings, wired.budgets, wired.parts) };
     this.parts = { ...wired.parts, live: this.live };
-    this.drains = new BackendDrains({ ...this.parts, timers: options.timers ?? systemTimers });
+    this.drains = new BackendDrains(this.parts);
     watchBackendHealth(this.parts);
 
     this.discovery = new DnsDiscovery(config.discovery, {

@@ -89,7 +89,7 @@ export function createBudgetStore(
 
 export interface WiringOptions {
   clock: Clock;
-  /** Where probes, queue timeouts, owner searches and shared-service syncs are scheduled (the clock's own in tests). */
+  /** Where the request path's timers, probes and shared-service syncs are scheduled (the clock's own in tests). */
   timers: Timers;
   /** Background loops' timers (engine readings): the system's unref'd ones by default. */
   backgroundTimers: Timers;
@@ -163,6 +163,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
   const outcomes = new EngineOutcomes(registry, options.probeSoon);
   const parts = {
     clock,
+    timers: options.timers,
     logger,
     registry,
     scheduler,
