@@ -132,6 +132,7 @@ export class DnsDiscovery {
   private schedule(index: number): void {
     const entry = this.entries[index];
     if (!this.running || entry === undefined) return;
+    // The system's timer (unref'd): re-resolution is the process's background loop, not the request path's.
     const timer = setTimeout(() => {
       void this.refresh(index, true).finally(() => this.schedule(index));
     }, entry.refresh_seconds * 1000);

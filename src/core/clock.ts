@@ -32,6 +32,11 @@ export class ManualClock implements Clock {
 /** Timers as an injected dependency: `after` runs `callback` once, `delayMs` from now; calling what it returns cancels it. */
 export interface Timers {
   after(delayMs: number, callback: () => void): () => void;
+  /**
+   * Milliseconds on the timeline the timers run on: a timer that must wait out the rest of a window moved by
+   * later events (a stream's stall timer, moved by each read) measures it here, never on another clock.
+   */
+  nowMs(): number;
 }
 
 export const systemTimers: Timers = {
@@ -39,10 +44,12 @@ export const systemTimers: Timers = {
     const timer = setTimeout(callback, delayMs);
     return () => clearTimeout(timer);
   },
+  nowMs: () => performance.now(),
 };
 
 /** System timers that do not keep the process alive (background loops: sweeps, engine readings). */
 export const backgroundTimers: Timers = {
+  nowMs: () => performance.now(),
   after(delayMs, callback) {
     const timer = setTimeout(callback, delayMs);
     timer.unref();
@@ -56,6 +63,10 @@ export class ManualTimers implements Timers {
   private scheduled = 0;
 
   constructor(readonly clock: ManualClock) {}
+
+  nowMs(): number {
+    return this.clock.nowMs();
+  }
 
   after(delayMs: number, callback: () => void): () => void {
     const timer = { dueMs: this.clock.nowMs() + Math.max(0, delayMs), order: this.scheduled++, callback };

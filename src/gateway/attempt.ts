@@ -1,6 +1,7 @@
 // One attempt of a completion on one engine, on undici's dispatch API: no response stream objects, chunks
 // go from the engine's socket to the client's as they arrive (buffered only for non-streaming answers).
 import type { Dispatcher } from "undici";
+import type { Timers } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
 import type { Backend } from "../backends/backend.js";
 import { stopReasonError, type AttemptAbort } from "./attempt-abort.js";
@@ -38,6 +39,8 @@ export interface AnswerSink {
 /** What an attempt needs from the gateway besides its plan (built once per gateway, not per request). */
 export interface AttemptEnv {
   readonly nowMs: () => number;
+  /** Where the first-byte, headers and stall timers run: the gateway's (a manual clock's in tests). */
+  readonly timers: Timers;
   readonly firstByteTimeoutMs: number;
   /** The first-byte timeout of streams (their first chunk follows the engine's prefill only). */
   readonly streamFirstByteTimeoutMs: number;
@@ -150,29 +153,37 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private relay: StreamRelay | undefined;
   private corked = false;
   private readonly untrack: () => void;
-  private readonly firstByteTimer: NodeJS.Timeout;
-  /** Streams only: stops when the engine's response headers arrive. */
-  private readonly headersTimer: NodeJS.Timeout | undefined;
-  /** Streams only, once the first byte went out: restarted by every read (upstream.stream_stall_seconds). */
-  private stallTimer: NodeJS.Timeout | undefined;
+  private readonly cancelFirstByte: () => void;
+  /** Streams only: cancelled when the engine's response headers arrive. */
+  private readonly cancelHeaders: (() => void) | undefined;
+  /**
+   * Streams only, once the first byte went out (upstream.stream_stall_seconds). Rather than a timer restarted by
+   * every read, one timer that, when it fires, waits out what is left of the window since the last read.
+   */
+  private cancelStall: (() => void) | undefined;
+  /** When the engine's stream last moved (a read, or the client's drain that let it go on), on the timers' time. */
+  private lastReadMs = 0;
   /** The engine's socket is paused because the client's is full: silence then is the client's, not a stall. */
   private waitingForClient = false;
   /** Reads of the engine's stream so far: a stall is declared only if none came in since the timer fired. */
   private reads = 0;
   private readonly onStall = (): void => {
-    if (this.waitingForClient) return void this.stallTimer?.refresh();
+    const stallMs = this.env.streamStallTimeoutMs;
+    if (this.waitingForClient) return this.armStall(stallMs);
+    const quietMs = this.env.timers.nowMs() - this.lastReadMs;
+    if (quietMs < stallMs) return this.armStall(stallMs - quietMs);
     // A busy event loop can run the timer before the reads that arrived meanwhile: look again after them.
     const reads = this.reads;
     setImmediate(() => {
       if (this.settled) return;
-      if (this.waitingForClient || this.reads !== reads) this.stallTimer?.refresh();
+      if (this.waitingForClient || this.reads !== reads) this.armStall(stallMs);
       else this.plan.abort.abort("stream_stall" satisfies AbandonReason);
     });
   };
   private readonly onAbort = (why: Error): void => this.upstream?.abort(why);
   private readonly onDrain = (): void => {
     this.waitingForClient = false;
-    this.stallTimer?.refresh();
+    if (this.cancelStall !== undefined) this.lastReadMs = this.env.timers.nowMs();
     this.upstream?.resume();
   };
   private readonly uncork = (): void => {
@@ -192,16 +203,18 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     plan.abort.listen(this.onAbort);
     // Our own timer rather than undici's headersTimeout: undici's timers tick once a second, and this one
     // also covers a stream's first chunk. It stops when the first byte is about to reach the client.
-    this.firstByteTimer = setTimeout(
-      () => plan.abort.abort("first_byte_timeout" satisfies AbandonReason),
-      this.firstByteTimeoutMs,
+    this.cancelFirstByte = env.timers.after(this.firstByteTimeoutMs, () =>
+      plan.abort.abort("first_byte_timeout" satisfies AbandonReason),
     );
-    this.headersTimer = plan.stream
-      ? setTimeout(
-          () => plan.abort.abort("stream_headers_timeout" satisfies AbandonReason),
-          env.streamHeadersTimeoutMs,
+    this.cancelHeaders = plan.stream
+      ? env.timers.after(env.streamHeadersTimeoutMs, () =>
+          plan.abort.abort("stream_headers_timeout" satisfies AbandonReason),
         )
       : undefined;
+  }
+
+  private armStall(delayMs: number): void {
+    this.cancelStall = this.env.timers.after(delayMs, this.onStall);
   }
 
   private get firstByteTimeoutMs(): number {
@@ -238,7 +251,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     statusCode: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
-    clearTimeout(this.headersTimer);
+    this.cancelHeaders?.();
     this.status = statusCode;
     this.headers = headers;
     if (statusCode >= 500) this.mode = "failed-status";
@@ -256,7 +269,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     } else if (this.mode === "stream") {
       if (!this.committed) this.beginStream();
       this.reads++;
-      if (this.stallTimer !== undefined) this.stallTimer.refresh();
+      if (this.cancelStall !== undefined) this.lastReadMs = this.env.timers.nowMs();
       const relay = this.relay!;
       this.write(relay.push(chunk), controller);
       const stopped = relay.stopped;
@@ -386,15 +399,17 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   private commit(): void {
     this.committed = true;
-    clearTimeout(this.firstByteTimer);
+    this.cancelFirstByte();
     this.untrack();
     this.plan.onCommit();
   }
 
   private beginStream(): void {
     this.commit();
-    if (this.env.streamStallTimeoutMs > 0)
-      this.stallTimer = setTimeout(this.onStall, this.env.streamStallTimeoutMs);
+    if (this.env.streamStallTimeoutMs > 0) {
+      this.lastReadMs = this.env.timers.nowMs();
+      this.armStall(this.env.streamStallTimeoutMs);
+    }
     if (this.plan.continuation?.resume === true) {
       // [continuation] The client's stream began on an earlier engine: its headers and first token are behind it.
       this.relay = this.plan.createRelay(metadataMember(this.plan.meta), this.plan.receipt);
@@ -501,9 +516,9 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   private cleanup(): void {
     this.fresh?.close();
-    clearTimeout(this.firstByteTimer);
-    clearTimeout(this.headersTimer);
-    clearTimeout(this.stallTimer);
+    this.cancelFirstByte();
+    this.cancelHeaders?.();
+    this.cancelStall?.();
     this.plan.abort.listen(undefined);
     this.res.off("drain", this.onDrain);
     this.untrack();

@@ -2,7 +2,7 @@
 import type { Logger } from "pino";
 import { GatewayError } from "../core/errors.js";
 import type { ClassifierAsk } from "../routing/tier-classifier.js";
-import type { AnswerSink } from "./attempt.js";
+import { BufferedAnswer } from "./buffered-answer.js";
 import {
   runAttemptLoop,
   type AttemptBodies,
@@ -66,37 +66,6 @@ export function classifierRequestBody(
       },
     },
   };
-}
-
-/** A classifier call's answer, kept in memory: the attempt writes it here as it would to a client. */
-class BufferedAnswer implements AnswerSink {
-  status = 0;
-  private readonly chunks: Buffer[] = [];
-  readonly destroyed = false;
-  writableEnded = false;
-
-  writeHead(status: number): void {
-    this.status = status;
-  }
-
-  write(chunk: Buffer): boolean {
-    this.chunks.push(chunk);
-    return true;
-  }
-
-  end(chunk?: Buffer): void {
-    if (chunk !== undefined) this.chunks.push(chunk);
-    this.writableEnded = true;
-  }
-
-  cork(): void {}
-  uncork(): void {}
-  once(): void {}
-  off(): void {}
-
-  text(): string {
-    return Buffer.concat(this.chunks).toString("utf8");
-  }
 }
 
 /** The classifier's request body for each backend model (its own model id, unless settings name one). */

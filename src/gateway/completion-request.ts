@@ -4,6 +4,7 @@ import type { Hash64 } from "../affinity/hash.js";
 import { prefixKeyOf } from "../affinity/prefix-key.js";
 import { promptBytes, routingText } from "../affinity/policies/routing-text.js";
 import { GatewayError } from "../core/errors.js";
+import { outputLimitFieldsOf } from "./output-limit.js";
 
 export type Endpoint = "chat" | "completions" | "responses" | "messages";
 
@@ -18,7 +19,7 @@ export interface CompletionRequest {
   promptChars: number;
   /** The last message is a tool result or an assistant tool call: the agent loop is mid-step. */
   toolFollowup: boolean;
-  /** max_tokens (or max_completion_tokens) when the client set one. */
+  /** The answer's token limit when the client set one (output-limit.ts: max_output_tokens for Responses). */
   maxTokens: number | undefined;
   /** Choices asked for (`n`, 1 by default): each may generate up to maxTokens. */
   choices: number;
@@ -121,7 +122,8 @@ export function parseCompletionRequest(raw: Buffer, endpoint: Endpoint): Complet
     throw new GatewayError("invalid_request", "'stream' must be a boolean", { param: "stream" });
   }
 
-  const maxTokens = positiveIntField(body, "max_tokens") ?? positiveIntField(body, "max_completion_tokens");
+  let maxTokens: number | undefined;
+  for (const field of outputLimitFieldsOf(endpoint)) maxTokens ??= positiveIntField(body, field);
   const choices = positiveIntField(body, "n") ?? 1;
   let messageCount = 1;
   let chars = 0;

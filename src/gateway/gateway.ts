@@ -132,13 +132,14 @@ export class Gateway {
       bindingHashKey: options.bindingHashKey ?? randomHashKey(),
       probeSoon: (id) => this.health.probeSoon(id),
       receiptBlockTokens: () => this.live.current.settings.receipts.blockTokens,
+      live: () => this.live.current,
     });
     this.health = wired.health;
     this.loadPoller = wired.loadPoller;
     this.sharedService = wired.sharedService;
     this.live = { current: liveStateFrom(wired.settings, wired.budgets, wired.parts) };
     this.parts = { ...wired.parts, live: this.live };
-    this.drains = new BackendDrains({ ...this.parts, timers: options.timers ?? systemTimers });
+    this.drains = new BackendDrains(this.parts);
     watchBackendHealth(this.parts);
 
     this.discovery = new DnsDiscovery(config.discovery, {

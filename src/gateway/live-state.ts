@@ -8,7 +8,7 @@ import type { GatewayParts, LiveState } from "./runtime.js";
 import type { GatewaySettings } from "./settings.js";
 
 export type LiveStateDeps = ClassifierDeps &
-  Pick<GatewayParts, "pools" | "attempts" | "metrics" | "registry">;
+  Pick<GatewayParts, "pools" | "attempts" | "metrics" | "registry" | "timers">;
 
 export function liveStateFrom(
   settings: GatewaySettings,
@@ -28,6 +28,7 @@ function attemptEnvOf(settings: GatewaySettings, deps: LiveStateDeps): AttemptEn
   const { clock, pools, attempts, metrics } = deps;
   return {
     nowMs: () => clock.nowMs(),
+    timers: deps.timers,
     firstByteTimeoutMs: settings.firstByteTimeoutMs,
     streamFirstByteTimeoutMs: settings.streamFirstByteTimeoutMs,
     streamHeadersTimeoutMs: settings.streamHeadersTimeoutMs,
@@ -62,6 +63,7 @@ function createClassifier(
       prompt: classifier.prompt,
     }),
     clock: deps.clock,
+    timers: deps.timers,
     timeoutMs: classifier.timeout_ms,
     cacheTtlMs: classifier.cacheTtlMs,
     maxEntries: classifier.max_entries,

@@ -8,7 +8,7 @@ import type { BackendSlots } from "../admission/backend-slots.js";
 import type { BudgetStore } from "../admission/budget-store.js";
 import type { BindingStore } from "../affinity/binding-store.js";
 import type { BackendRegistry } from "../backends/registry.js";
-import type { Clock } from "../core/clock.js";
+import type { Clock, Timers } from "../core/clock.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { TurnReceipts } from "../receipts/turn-receipts.js";
 import type { TierClassifier } from "../routing/tier-classifier.js";
@@ -41,6 +41,11 @@ export interface LiveCell {
 /** The services of a running gateway: each built once, none replaced by a reload (they are configured). */
 export interface GatewayParts {
   readonly clock: Clock;
+  /**
+   * Where the request path schedules: the request deadline, an attempt's first-byte, headers and stall timers,
+   * queue timeouts, the classifier's and the owner search's timeouts (the manual clock's in tests).
+   */
+  readonly timers: Timers;
   readonly logger: Logger;
   readonly registry: BackendRegistry;
   /** The placement service (affinity/placement-service.ts): binding lookups, placements, their effects. */

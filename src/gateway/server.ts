@@ -39,7 +39,7 @@ type Handler = (
 export type ServerDeps = CompletionDeps &
   AdminDeps &
   StoredResponseDeps &
-  Pick<GatewayParts, "clock" | "logger" | "metrics" | "registry" | "live">;
+  Pick<GatewayParts, "clock" | "timers" | "logger" | "metrics" | "registry" | "live">;
 
 /** Non-standard but widely understood: the client closed the connection before the response was complete. */
 const CLIENT_CLOSED_STATUS = 499;
@@ -168,9 +168,8 @@ export function createGatewayServer(
     const socket = req.socket;
     tracer?.begin(ctx, req.headers);
     hooks.live.add(ctx);
-    const deadline = setTimeout(
-      () => cancelRequest(ctx, new GatewayError("upstream_timeout", "request deadline passed")),
-      live.settings.requestTimeoutMs,
+    const cancelDeadline = rt.timers.after(live.settings.requestTimeoutMs, () =>
+      cancelRequest(ctx, new GatewayError("upstream_timeout", "request deadline passed")),
     );
     // The request's record (log line, metrics, trace) is written once both its response is done and its
     // handler has ended: the handler records its turn's facts when it ends, after a client that left too.
@@ -178,7 +177,7 @@ export function createGatewayServer(
     let closed = false;
     let answered: GatewayError | undefined;
     res.on("close", () => {
-      clearTimeout(deadline);
+      cancelDeadline();
       hooks.live.delete(ctx);
       if (!res.writableFinished) {
         ctx.clientClosed = true;
@@ -232,7 +231,7 @@ export function createGatewayServer(
       // amount, so that the client reads this answer before the connection is cut.
       if (!req.complete) drainThenClose(req, lingering);
     } finally {
-      clearTimeout(deadline);
+      cancelDeadline();
       handled = true;
       if (closed) finish(ctx, res, answered);
     }
@@ -397,6 +396,7 @@ function drainThenClose(req: IncomingMessage, lingering: WeakSet<Duplex>): void 
     drained += chunk.length;
     if (drained > DRAIN_LIMIT_BYTES) cut();
   };
+  // The system's timer, not the gateway's: socket hygiene, which must end whatever a test's manual clock does.
   const timer = setTimeout(cut, DRAIN_LIMIT_MS);
   timer.unref();
   req.on("data", onData);
@@ -413,6 +413,7 @@ function lingerThenClose(socket: Duplex, lingering: WeakSet<Duplex>): void {
   if (lingering.has(socket) || socket.destroyed) return;
   lingering.add(socket);
   socket.end();
+  // The system's timer, as drainThenClose's: a connection closes whatever a test's manual clock does.
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   timer.unref();
   socket.once("close", () => clearTimeout(timer));

@@ -34,6 +34,7 @@ export class InFlightRequests {
     let timer: NodeJS.Timeout | undefined;
     await new Promise<void>((resolve) => {
       this.onIdle = resolve;
+      // The system's timer: the shutdown's grace is the process's, bounded in wall time whatever the clock.
       timer = setTimeout(resolve, ms);
     });
     clearTimeout(timer);

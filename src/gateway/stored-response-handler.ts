@@ -1,5 +1,6 @@
 // GET and DELETE /v1/responses/{id} (and POST .../cancel): asked of the one engine that stores the response,
-// through the attempt path (attempt.ts) like every engine call, its answer relayed as the engine gave it.
+// through the attempt path (attempt.ts, with stored-response-call.ts's plan) like every engine call, its answer
+// relayed as the engine gave it.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { GatewayError } from "../core/errors.js";
 import { AttemptAbort } from "./attempt-abort.js";
@@ -9,6 +10,7 @@ import { parseClientHeaders } from "./client-headers.js";
 import type { RequestContext } from "./request-context.js";
 import { liveOwner } from "./response-chain.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
+import { storedResponsePlan } from "./stored-response-call.js";
 
 const RESPONSE_PATH = /^\/v1\/responses\/([^/]+)(\/cancel)?$/;
 
@@ -60,38 +62,17 @@ export async function handleStoredResponse(
     if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
     const result = await runAttempt(
       live.attemptEnv,
-      {
+      storedResponsePlan(rt.pools, {
         backend,
-        upstream: rt.pools.get(backend),
         method,
-        path: `/v1/responses/${encodeURIComponent(responseId)}${cancel ?? ""}${query}`,
-        body: undefined,
-        stream: false,
-        relayAsIs: true,
-        // Never spliced into the answer (relayed as is): the plan's record of where it went.
-        meta: {
-          session_id: null,
-          session_source: null,
-          tier: backend.tier,
-          tier_source: "model",
-          backend_id: backend.id,
-          affinity_hit: false,
-          reason: "no_session",
-          queue_wait_ms: 0,
-          attempts: 1,
-          adapted: undefined,
-          receipt: undefined,
-          migrated: undefined,
-        },
+        responseId,
+        action: cancel === undefined ? "" : "/cancel",
+        query,
         requestId: ctx.requestId,
         abort,
         cancelled: () => ctx.cancelReason,
-        onCommit: () => undefined,
         startedAtMs: ctx.startedAtMs,
-        createRelay: noStream,
-        readResponseId: false,
-        upstreamHeaders: backend.upstreamHeaders,
-      },
+      }),
       res,
     );
     if (method === "DELETE" && result.status === 200) rt.responseOwners.forget(responseId);
@@ -103,9 +84,4 @@ export async function handleStoredResponse(
 
 function isStoredMethod(method: string): method is "GET" | "DELETE" | "POST" {
   return method === "GET" || method === "DELETE" || method === "POST";
-}
-
-/** A stored response's routes never stream. */
-function noStream(): never {
-  throw new GatewayError("internal_error", "a stored response's answer is not a stream");
 }

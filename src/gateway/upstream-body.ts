@@ -1,14 +1,15 @@
 // The body sent to an engine: the client's bytes as they are whenever possible.
 import { GatewayError } from "../core/errors.js";
 import type { CompletionRequest } from "./completion-request.js";
+import { writeOutputLimit } from "./output-limit.js";
 
 const USAGE_OPTION = Buffer.from('"stream_options":{"include_usage":true},');
 
 /**
  * Streams always ask the engine for its usage chunk (budgets and token metrics need it); the client gets
  * it only if it asked. The body is re-serialised only when the model id must change, the budget lowered
- * max_tokens, or the client set stream_options without include_usage; otherwise the option is spliced into
- * the raw bytes.
+ * the output limit, or the client set stream_options without include_usage; otherwise the option is spliced
+ * into the raw bytes.
  */
 export class UpstreamBodies {
   private readonly byModel = new Map<string, Buffer>();
@@ -19,7 +20,8 @@ export class UpstreamBodies {
   /**
    * @param raw the bytes to send when nothing else must change (the client's, or the adapted body's)
    * @param maxTokens when set, the completion-token limit the engine gets (the budget's clamp), written into
-   *   `max_tokens` (and `max_completion_tokens` when the client used it)
+   *   the field the request's API reads (output-limit.ts: Responses `max_output_tokens`, chat the one(s) the
+   *   client used, else `max_tokens`)
    * @param body the body `raw` encodes, when it is not the client's (an adapted request)
    */
   constructor(
@@ -69,10 +71,7 @@ export class UpstreamBodies {
         include_usage: true,
       };
     }
-    if (this.maxTokens !== undefined) {
-      body["max_tokens"] = this.maxTokens;
-      if ("max_completion_tokens" in body) body["max_completion_tokens"] = this.maxTokens;
-    }
+    if (this.maxTokens !== undefined) writeOutputLimit(this.request.endpoint, body, this.maxTokens);
     try {
       return Buffer.from(JSON.stringify(body));
     } catch (err) {

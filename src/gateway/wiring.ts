@@ -37,7 +37,7 @@ import { RedisSubscription } from "../store/redis-subscription.js";
 import { AttemptTracker } from "./attempt-tracker.js";
 import { attemptRecorder } from "./attempt-loop.js";
 import { EngineOutcomes } from "./engine-outcomes.js";
-import type { GatewayParts, LiveCell } from "./runtime.js";
+import type { GatewayParts, LiveCell, LiveState } from "./runtime.js";
 import { settingsFrom, type GatewaySettings } from "./settings.js";
 import { SearchingOwnerStore } from "./owner-search.js";
 import { UpstreamPools } from "./upstream-pools.js";
@@ -89,7 +89,7 @@ export function createBudgetStore(
 
 export interface WiringOptions {
   clock: Clock;
-  /** Where probes, queue timeouts and shared-service syncs are scheduled (the clock's own in tests). */
+  /** Where the request path's timers, probes and shared-service syncs are scheduled (the clock's own in tests). */
   timers: Timers;
   /** Background loops' timers (engine readings): the system's unref'd ones by default. */
   backgroundTimers: Timers;
@@ -101,6 +101,8 @@ export interface WiringOptions {
   probeSoon: (backendId: string) => void;
   /** The live snapshot's receipt block size (read per turn, so a reload applies at once). */
   receiptBlockTokens: () => number;
+  /** The live snapshot (built from the parts, so read only once requests run: the owner search's attempts). */
+  live: () => LiveState;
 }
 
 export interface Wired {
@@ -161,6 +163,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
   const outcomes = new EngineOutcomes(registry, options.probeSoon);
   const parts = {
     clock,
+    timers: options.timers,
     logger,
     registry,
     scheduler,
@@ -168,14 +171,20 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     pools,
     metrics,
     attempts: new AttemptTracker(),
-    // A miss of the owner store asks the engines (owner-search.ts), bounded by the probe timeout.
+    // A miss of the owner store asks the engines (owner-search.ts), bounded by the live probe timeout.
     responseOwners: new SearchingOwnerStore(
       createResponseOwnerStore(config, settings.responseOwners, {
         clock,
         logger: storeLog,
         health: metrics.bindingStore,
       }),
-      { registry, pools, timeoutMs: () => settings.probe.timeoutMs },
+      {
+        registry,
+        pools,
+        attemptEnv: () => options.live().attemptEnv,
+        timeoutMs: () => options.live().settings.probe.timeoutMs,
+        timers: options.timers,
+      },
     ),
     outcomes,
     recorder: attemptRecorder(metrics, outcomes),

@@ -4,7 +4,7 @@
 // delays a request past its timeout: on timeout, error or an answer it cannot read, the rules' default stands.
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
-import type { Clock } from "../core/clock.js";
+import type { Clock, Timers } from "../core/clock.js";
 
 export type ClassifierOutcome = "answered" | "cached" | "timeout" | "error" | "unparseable";
 
@@ -31,6 +31,8 @@ export interface TierClassifierOptions extends TierClassifierSettings {
   tiers: readonly string[];
   ask: ClassifierAsk;
   clock: Clock;
+  /** Where the timeout is scheduled: the gateway's timers (a manual clock's in tests). */
+  timers: Timers;
   /** Where outcomes and call latency go (metrics, logs). */
   record: (outcome: ClassifierOutcome, seconds: number | undefined) => void;
 }
@@ -98,9 +100,9 @@ export class TierClassifier {
   ): Promise<ClassifierVerdict> {
     const startedMs = this.options.clock.nowMs();
     const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
+    let cancelTimeout: () => void = () => undefined;
     const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), this.options.timeoutMs);
+      cancelTimeout = this.options.timers.after(this.options.timeoutMs, () => resolve("timeout"));
     });
     let outcome: ClassifierOutcome;
     let tier = fallback;
@@ -119,7 +121,7 @@ export class TierClassifier {
     } catch {
       outcome = "error";
     } finally {
-      clearTimeout(timer);
+      cancelTimeout();
       controller.abort();
     }
     this.options.record(outcome, (this.options.clock.nowMs() - startedMs) / 1000);

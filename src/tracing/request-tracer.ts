@@ -83,6 +83,7 @@ class BatchingRequestTracer implements RequestTracer {
     private readonly config: TracingConfig,
     private readonly logger: Logger,
   ) {
+    // The system's timer (unref'd): exporting spans is background I/O; nothing of a request waits on it.
     this.timer = setInterval(() => void this.flush(), config.flush_interval_seconds * 1000);
     this.timer.unref();
   }

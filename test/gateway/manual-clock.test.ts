@@ -1,8 +1,16 @@
-// A gateway started on a manual clock and its timers: probes, queue timeouts and the binding sweep all run on
-// them (nothing of the three happens until the test moves the clock).
+// A gateway started on a manual clock and its timers: probes, queue timeouts, the binding sweep and the request
+// path's own timers (an attempt's first-byte timeout, the request deadline) all run on them (nothing of these
+// happens until the test moves the clock).
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/core/clock.js";
 import { chat, startCluster, type Cluster } from "../helpers/cluster.js";
+import {
+  post,
+  startGatewayFor,
+  startScriptedEngine,
+  type ScriptedEngine,
+  type TestGateway,
+} from "../helpers/faulty-engine.js";
 import { WatchedTimers, healthChanges, waitUntil } from "../helpers/wait.js";
 
 const PROBE_INTERVAL_MS = 5_000;
@@ -10,10 +18,38 @@ const QUEUE_TIMEOUT_MS = 2_000;
 const STICKY_TTL_MS = 60_000;
 
 let cluster: Cluster | undefined;
+let hung: { engine: ScriptedEngine; gw: TestGateway } | undefined;
 afterEach(async () => {
   await cluster?.close();
   cluster = undefined;
+  await hung?.gw.close();
+  await hung?.engine.close();
+  hung = undefined;
 });
+
+const FIRST_BYTE_MS = 10_000;
+const DEADLINE_MS = 20_000;
+
+/** A gateway on a manual clock in front of one engine that never answers a completion (one attempt each). */
+async function startHung(firstByteMs: number) {
+  const clock = new ManualClock(1_000_000);
+  const timers = new WatchedTimers(clock);
+  const engine = await startScriptedEngine({ completion: () => undefined });
+  const gw = await startGatewayFor(
+    [{ id: "e0", url: engine.url }],
+    {
+      health: { probe_interval_seconds: 3600, engine_metrics_interval_seconds: 0 },
+      upstream: {
+        first_byte_timeout_seconds: firstByteMs / 1000,
+        request_timeout_seconds: DEADLINE_MS / 1000,
+        max_attempts: 1,
+      },
+    },
+    { clock, timers },
+  );
+  hung = { engine, gw };
+  return { engine, gw, timers };
+}
 
 async function start(): Promise<{ cluster: Cluster; clock: ManualClock; timers: WatchedTimers }> {
   const clock = new ManualClock(1_000_000);
@@ -74,5 +110,30 @@ describe("a gateway on a manual clock", () => {
     // The binding lapses after the TTL; the background sweep (every second of the clock) reclaims it.
     timers.advance(STICKY_TTL_MS + 2_000);
     await waitUntil("the binding swept", () => bindings.countFor("e0") === 0, timers.onSchedule);
+  });
+
+  it("abandons an attempt at its first-byte timeout on its clock", async () => {
+    const { engine, gw, timers } = await startHung(FIRST_BYTE_MS);
+    const reached = engine.after("completion");
+    const answer = post(gw.url);
+    await reached;
+    timers.advance(FIRST_BYTE_MS - 1);
+    expect(gw.gateway.runtime.registry.get("e0")!.inflight).toBe(1); // still waiting on the engine
+    timers.advance(1);
+    const { status, text } = await answer;
+    expect(status).toBe(504);
+    expect(text).toMatch(/first-byte/);
+  });
+
+  it("ends a request at its deadline on its clock", async () => {
+    // A first-byte timeout past the deadline: the deadline is what ends the request.
+    const { engine, gw, timers } = await startHung(DEADLINE_MS * 2);
+    const reached = engine.after("completion");
+    const answer = post(gw.url);
+    await reached;
+    timers.advance(DEADLINE_MS);
+    const { status, text } = await answer;
+    expect(status).toBe(504);
+    expect(text).toMatch(/deadline/);
   });
 });

@@ -1,7 +1,7 @@
 // The routing stage: one decision from the rules, a stored response's owner and the classifier, in that order.
 import { describe, expect, it } from "vitest";
 import { BackendRegistry } from "../../src/backends/registry.js";
-import { ManualClock } from "../../src/core/clock.js";
+import { ManualClock, ManualTimers } from "../../src/core/clock.js";
 import { parseConfig } from "../../src/config/load.js";
 import { parseClientHeaders } from "../../src/gateway/client-headers.js";
 import { parseCompletionRequest } from "../../src/gateway/completion-request.js";
@@ -32,6 +32,7 @@ function classifierSaying(tier: string): { classifier: TierClassifier; asked: ()
       return Promise.resolve(JSON.stringify({ tier }));
     },
     clock: new ManualClock(),
+    timers: new ManualTimers(new ManualClock()),
     timeoutMs: 1000,
     cacheTtlMs: 0,
     maxEntries: 10,

@@ -1,6 +1,6 @@
 // The tier classifier's core: verdicts, cache, shared calls and every fallback, on a fake clock and timers.
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { ManualClock } from "../../src/core/clock.js";
+import { describe, expect, it, vi } from "vitest";
+import { ManualClock, ManualTimers } from "../../src/core/clock.js";
 import {
   parseVerdict,
   TierClassifier,
@@ -13,21 +13,19 @@ const TIERS = ["small", "big"];
 // The clock starts past 0: lru-cache reads a start time of 0 as "no TTL".
 function classifier(ask: ClassifierAsk, clock = new ManualClock(1_000), cacheTtlMs = 60_000) {
   const outcomes: ClassifierOutcome[] = [];
+  const timers = new ManualTimers(clock);
   const instance = new TierClassifier({
     ask,
     clock,
+    timers,
     tiers: TIERS,
     timeoutMs: 500,
     cacheTtlMs,
     maxEntries: 100,
     record: (outcome) => outcomes.push(outcome),
   });
-  return { instance, outcomes };
+  return { instance, outcomes, timers };
 }
-
-afterEach(() => {
-  vi.useRealTimers();
-});
 
 describe("parseVerdict", () => {
   it("reads {tier} naming a known tier, and nothing else", () => {
@@ -67,15 +65,14 @@ describe("TierClassifier", () => {
   });
 
   it("falls back to the rules' tier on a hung engine at its timeout, and aborts the call", async () => {
-    vi.useFakeTimers();
     let aborted = false;
     const ask: ClassifierAsk = (_q, _t, signal) =>
       new Promise(() => signal.addEventListener("abort", () => (aborted = true)));
-    const { instance, outcomes } = classifier(ask);
+    const { instance, outcomes, timers } = classifier(ask);
     const verdict = instance.classify("slow", "small");
-    await vi.advanceTimersByTimeAsync(499);
+    timers.advance(499);
     expect(aborted).toBe(false);
-    await vi.advanceTimersByTimeAsync(1);
+    timers.advance(1);
     expect(await verdict).toEqual({ tier: "small", outcome: "timeout" });
     expect(aborted).toBe(true);
     expect(outcomes).toEqual(["timeout"]);

@@ -9,7 +9,7 @@ import { isRecord } from "./sse-events.js";
 import type { AnswerTranscript } from "./transcript.js";
 
 /**
- * @param firstBody what the first attempt would send this engine (its model id, the budget's max_tokens clamp,
+ * @param firstBody what the first attempt would send this engine (its model id, the budget's output-limit clamp,
  *   the usage option): the continuation is that body plus the answer so far
  */
 export function continuationBody(

@@ -1,5 +1,5 @@
 // Which streams can be continued faithfully on another engine: the request's own fields decide (n > 1, guided
-// decoding, logprobs, a Responses conversation kept on one engine), and so does the config
+// decoding, logprobs, token ids, a Responses conversation kept on one engine), and so does the config
 // (upstream.stream_continuation).
 import type { Endpoint } from "../completion-request.js";
 import { responsesBlocker } from "./responses-as-chat.js";
@@ -25,6 +25,10 @@ export function continuationBlocker(
 ): string | undefined {
   if (!settings.enabled) return "upstream.stream_continuation.enabled is false";
   if (settings.exceptTiers.has(tier)) return `tier '${tier}' is in upstream.stream_continuation.except_tiers`;
+  // The ids a continued answer reports are the continuing engine's tokenisation of the text so far plus its own
+  // reply, not the ids the first engine generated: a client that asked for ids (to train on them, say) would
+  // read ids that do not match the text it was sent.
+  if (body["return_token_ids"] === true) return "token ids were asked for (return_token_ids)";
   if (endpoint === "responses") return responsesBlocker(body);
   if (isSet(body["n"], 1) || isSet(body["best_of"], 1)) return "more than one choice (n > 1)";
   for (const field of SCORED)

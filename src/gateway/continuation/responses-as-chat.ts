@@ -69,9 +69,9 @@ export function responsesAsChat(body: Record<string, unknown>): Record<string, u
   const tools = chatTools(body["tools"], "write");
   if (tools.length > 0 && choice !== "none") chat["tools"] = tools;
   if (choice !== undefined) chat["tool_choice"] = choice;
-  // A budget's clamp is written as max_tokens (upstream-body.ts): the lower limit holds.
-  const limits = [body["max_output_tokens"], body["max_tokens"]].filter((v) => typeof v === "number");
-  if (limits.length > 0) chat["max_tokens"] = Math.min(...(limits as number[]));
+  // The budget's clamp, if any, is in max_output_tokens already (upstream-body.ts writes the field the API reads).
+  const limit = body["max_output_tokens"];
+  if (typeof limit === "number") chat["max_tokens"] = limit;
   chat["stream"] = true;
   chat["stream_options"] = { include_usage: true };
   return chat;

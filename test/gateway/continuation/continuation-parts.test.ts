@@ -138,6 +138,13 @@ describe("continuation requests", () => {
       /guided/,
     );
     expect(continuationBlocker("chat", { guided_regex: "a+" }, "t", SETTINGS)).toMatch(/guided_regex/);
+    expect(continuationBlocker("chat", { return_token_ids: true }, "t", SETTINGS)).toMatch(
+      /return_token_ids/,
+    );
+    expect(
+      continuationBlocker("completions", { prompt: "p", return_token_ids: true }, "t", SETTINGS),
+    ).toMatch(/return_token_ids/);
+    expect(continuationBlocker("chat", { return_token_ids: false }, "t", SETTINGS)).toBeUndefined();
     expect(continuationBlocker("completions", { prompt: [1, 2, 3] }, "t", SETTINGS)).toMatch(/prompt/);
     expect(
       continuationBlocker("responses", { input: "hi", previous_response_id: "r" }, "t", SETTINGS),

@@ -163,8 +163,8 @@ describe("the chat request that continues a response", () => {
     });
     // tool_choice none offers no tools (the engine's Responses path renders none).
     expect(responsesAsChat({ input: "x", tools: [tool], tool_choice: "none" })["tools"]).toBeUndefined();
-    // A budget's clamp (written as max_tokens) holds over the client's max_output_tokens.
-    expect(responsesAsChat({ input: "x", max_output_tokens: 50, max_tokens: 20 })["max_tokens"]).toBe(20);
+    // The limit is max_output_tokens (where the budget's clamp is written too); max_tokens is no Responses field.
+    expect(responsesAsChat({ input: "x", max_output_tokens: 50, max_tokens: 20 })["max_tokens"]).toBe(50);
   });
 
   it("the answer so far is the open final assistant message; max_tokens less the tokens relayed", () => {
