@@ -12,9 +12,9 @@ import { hashSession, rendezvousWinner } from "./rendezvous.js";
 import {
   anyCandidateHolds,
   betterHolder,
-  cachedSpillTarget,
+  cheaperSpill,
+  cheapestEngine,
   DEFAULT_KV_MOVE_MIN_TOKENS,
-  longestCachedPrefix,
   type KvPlacementContext,
 } from "./kv-placement.js";
 
@@ -51,8 +51,8 @@ export type SelectionReason =
   | "no_session" // no session id (and no prefix placement): the balancer picks
   | "spill" // the pinned backend has no free slot: one request goes to the next of the ranking; binding kept
   | "prefix" // no session id: the prompt prefix key's home while it has a free slot, else within the bound; nothing bound
-  | "kv_prefix" // no session id: the engine whose KV events say it holds the longest prefix, within the bound
-  | "kv_moved" // a bound session's engine lost its blocks and another (within the bound, free) holds more
+  | "kv_prefix" // no session id: the cheapest engine by KV events (prompt left to compute + work ahead)
+  | "kv_moved" // a bound session's engine lost its blocks and another (free now, cheaper) holds more
   | PolicyReason; // affinity.policy other than hrw: the policy's own reason (src/affinity/policies)
 
 export interface Selection<T extends SchedulingCandidate> {
@@ -61,6 +61,11 @@ export interface Selection<T extends SchedulingCandidate> {
   readonly reason: SelectionReason;
   /** Tokens of the prompt the chosen engine holds by its KV events; absent when it publishes none. */
   readonly expectedCachedTokens?: number;
+  /**
+   * Ends the prompt's pending blocks on the chosen engine (src/kv-events/pending-blocks.ts): called when the
+   * attempt ends (PlacementService.attemptEnded); absent when none were recorded.
+   */
+  readonly releaseKvPending?: () => void;
 }
 
 /** What the decision depends on besides the request (a reload replaces it whole). */
@@ -94,6 +99,8 @@ export interface PlacementInput<T extends SchedulingCandidate> {
   readonly nowMs: number;
   /** Tokens of the prompt each engine publishing KV events holds (src/kv-events); absent: none publishes. */
   readonly cachedTokens?: ReadonlyMap<string, number> | undefined;
+  /** Prompt tokens each such engine has still to compute for requests sent to it (src/kv-events). */
+  readonly activeTokens?: ReadonlyMap<string, number> | undefined;
 }
 
 /** How the decision is counted: a hit of the session's binding, a miss, or a spill (a miss that kept it). */
@@ -138,7 +145,7 @@ export function decidePlacement<T extends SchedulingCandidate>(
   const kv = kvContext(settings, input);
   if (!usesBinding(settings, sessionId)) {
     if (sessionId === undefined && settings.ttlMs > 0 && kv !== undefined) {
-      const backend = longestCachedPrefix(kv, hints.prefixKey ?? hashSession(""));
+      const backend = cheapestEngine(kv, hints.prefixKey ?? hashSession(""));
       if (backend !== undefined)
         return {
           selection: { backend, affinityHit: false, reason: "kv_prefix" },
@@ -182,7 +189,7 @@ export function decidePlacement<T extends SchedulingCandidate>(
       if (settings.loadFactor > 0 && !hasFreeSlot(pinned)) {
         const spill =
           kv !== undefined
-            ? cachedSpillTarget(kv, hashSession(sessionId))
+            ? cheaperSpill(kv, hashSession(sessionId), pinned)
             : spillTarget(settings, sessionId, input);
         if (spill !== undefined) {
           return {
@@ -210,14 +217,12 @@ export function decidePlacement<T extends SchedulingCandidate>(
   }
 
   const placement = hashSession(sessionId);
-  let winner =
+  // Where engines' KV events say some engine holds part of the prompt, the cheapest engine (kv-placement.ts).
+  let winner = kv === undefined ? undefined : cheapestEngine(kv, placement);
+  winner ??=
     settings.loadFactor > 0
       ? placeSession(settings, placement, { tier, sessionId, prefixKey: undefined, exclude }, input)
       : rendezvousWinner(placement, candidates, (c) => c.state === "up" && !exclude.has(c.id));
-  if (winner !== undefined && kv !== undefined) {
-    const moveMin = settings.kvMoveMinTokens ?? DEFAULT_KV_MOVE_MIN_TOKENS;
-    winner = betterHolder(kv, placement, winner, moveMin, false) ?? winner;
-  }
   if (winner === undefined) return { selection: undefined, effects: effects ?? NO_EFFECTS, outcome: "miss" };
   const bind: BindingEffect = { kind: "bind", sessionId, placement, backendId: winner.id, expiresAtMs };
   if (effects === undefined) effects = [bind];
@@ -316,6 +321,7 @@ function kvContext<T extends SchedulingCandidate>(
     candidates,
     exclude,
     cachedTokens,
+    activeTokens: input.activeTokens,
     loadFactor: settings.loadFactor,
     nowMs: input.nowMs,
     engineSignalMaxAgeMs: settings.engineSignalMaxAgeMs,

@@ -1,18 +1,24 @@
 // Placement by what engines hold, where engines publish KV events (src/kv-events): the rules decide.ts applies.
 //
-// - A request without a session goes to the engine holding the longest prefix of its prompt, within the load
-//   bound (ties: the key's rendezvous order); when no engine holds any of it, placement is as without events.
-// - A session's engine (bound, or chosen by rendezvous) is left for another only when that one, within the
-//   bound (and with a free slot, for a bound session), holds at least `move_min_tokens` more of the prompt:
-//   the session's engine evicted it, or the session's blocks are elsewhere (a spill, a forgotten binding).
-//   Below that gain the session stays: one more prefill there costs less than scattering sessions.
-// - A spill goes to the engine free now and within the bound that holds most of the prompt.
-// Engines without events hold "nothing known" here, so a tier without events places exactly as before.
+// Every rule ranks engines by one cost, in prompt tokens (src/affinity/placement/score-kv-cost.ts): twice what
+// the request must prefill there (the prompt less the prefix the engine holds, pending blocks included) plus the
+// prefill work already sent there and not yet done. Equal costs go to the least loaded engine, then by the key's
+// rendezvous order, so engines holding the same prefix (the shared system prompt) share the new sessions.
+// - A request without a session goes to the cheapest engine.
+// - A session being placed (new, rebinding, failing over) goes to the cheapest engine.
+// - A bound session leaves its engine only for one that holds at least `move_min_tokens` more of its prompt and
+//   costs less (its engine evicted it, or its blocks are elsewhere): one more prefill on its own engine costs
+//   less than scattering sessions, and a move for load alone would strand the session's cache.
+// - A bound session whose engine has no free slot spills to the cheapest engine free now, if that costs less
+//   than waiting at home; otherwise it waits for a slot where its cache is.
+// When no engine that may take the request holds any of it, placement is as without events; engines without
+// events hold "nothing known" and have no known work here.
 import type { SchedulingCandidate } from "./decide.js";
 import type { Hash64 } from "./hash.js";
 import { placementState } from "./placement/load.js";
 import { runPipeline } from "./placement/pipeline.js";
-import { kvPrefixPipeline, kvSpillPipeline } from "./placement/pipelines.js";
+import { kvCostPipeline, kvSpillPipeline } from "./placement/pipelines.js";
+import { kvCostTokens } from "./placement/score-kv-cost.js";
 import type { PlacementRequest } from "./placement/types.js";
 
 /** The default of affinity.kv_events.move_min_tokens. */
@@ -24,6 +30,7 @@ export interface KvPlacementContext<T extends SchedulingCandidate> {
   readonly candidates: readonly T[];
   readonly exclude: ReadonlySet<string>;
   readonly cachedTokens: ReadonlyMap<string, number>;
+  readonly activeTokens: ReadonlyMap<string, number> | undefined;
   readonly loadFactor: number;
   readonly nowMs: number;
   readonly engineSignalMaxAgeMs: number;
@@ -40,45 +47,65 @@ export function anyCandidateHolds(
   return false;
 }
 
-function best<T extends SchedulingCandidate>(
-  context: KvPlacementContext<T>,
-  key: Hash64,
-  spill: boolean,
-): T | undefined {
-  const request: PlacementRequest = {
+function requestOf<T extends SchedulingCandidate>(context: KvPlacementContext<T>): PlacementRequest {
+  return {
     tier: context.tier,
     sessionId: context.sessionId,
     prefixKey: undefined,
     exclude: context.exclude,
     cachedTokens: context.cachedTokens,
+    activeTokens: context.activeTokens,
   };
+}
+
+function cheapest<T extends SchedulingCandidate>(
+  context: KvPlacementContext<T>,
+  key: Hash64,
+  spill: boolean,
+  candidates: readonly T[] = context.candidates,
+): T | undefined {
   const state = placementState(key, context.candidates, {
     loadFactor: context.loadFactor,
     nowMs: context.nowMs,
     engineSignalMaxAgeMs: context.engineSignalMaxAgeMs,
   });
-  return runPipeline(spill ? kvSpillPipeline : kvPrefixPipeline, request, state, context.candidates);
+  return runPipeline(spill ? kvSpillPipeline : kvCostPipeline, requestOf(context), state, candidates);
 }
 
-/** The engine holding the longest prefix within the bound (a request without a session). */
-export function longestCachedPrefix<T extends SchedulingCandidate>(
+/** The request's cost on an engine (prompt tokens to compute plus work ahead, less the prompt's length). */
+export function kvCostOf<T extends SchedulingCandidate>(
+  context: KvPlacementContext<T>,
+  candidate: T,
+): number {
+  return kvCostTokens(requestOf(context), candidate);
+}
+
+/** The cheapest engine (a request without a session, or a session being placed). */
+export function cheapestEngine<T extends SchedulingCandidate>(
   context: KvPlacementContext<T>,
   key: Hash64,
 ): T | undefined {
-  return best(context, key, false);
-}
-
-/** The engine free now, within the bound, holding most of the prompt (a spill). */
-export function cachedSpillTarget<T extends SchedulingCandidate>(
-  context: KvPlacementContext<T>,
-  key: Hash64,
-): T | undefined {
-  return best(context, key, true);
+  return cheapest(context, key, false);
 }
 
 /**
- * Another engine worth moving the session to from `current`: the best holder (free now, for a bound session's
- * `current`), if it holds at least `moveMinTokens` more than `current`. Undefined: stay.
+ * Where a bound session spills from `home`, which has no free slot: the cheapest engine free now, when it costs
+ * less than `home` (whose queue is counted in its cost). Undefined: wait at home.
+ */
+export function cheaperSpill<T extends SchedulingCandidate>(
+  context: KvPlacementContext<T>,
+  key: Hash64,
+  home: T,
+): T | undefined {
+  const target = cheapest(context, key, true);
+  if (target === undefined || target.id === home.id) return undefined;
+  return kvCostOf(context, target) < kvCostOf(context, home) ? target : undefined;
+}
+
+/**
+ * Another engine worth moving the session to from `current`: of the engines holding at least `moveMinTokens`
+ * more of the prompt than `current` (free now, for a bound session), the cheapest, if it costs less than
+ * `current`. Undefined: stay.
  */
 export function betterHolder<T extends SchedulingCandidate>(
   context: KvPlacementContext<T>,
@@ -89,7 +116,11 @@ export function betterHolder<T extends SchedulingCandidate>(
 ): T | undefined {
   const here = context.cachedTokens.get(current.id);
   if (here === undefined) return undefined; // the current engine publishes no events: nothing to compare
-  const other = best(context, key, needFreeSlot);
-  if (other === undefined || other.id === current.id) return undefined;
-  return (context.cachedTokens.get(other.id) ?? 0) - here >= moveMinTokens ? other : undefined;
+  const holders = context.candidates.filter(
+    (c) => c.id !== current.id && (context.cachedTokens.get(c.id) ?? 0) - here >= moveMinTokens,
+  );
+  if (holders.length === 0) return undefined;
+  const other = cheapest(context, key, needFreeSlot, holders);
+  if (other === undefined) return undefined;
+  return kvCostOf(context, other) < kvCostOf(context, current) ? other : undefined;
 }

@@ -1,6 +1,6 @@
 // The placement service: looks the session's binding up, lets the pure decision place, applies its effects, records it.
 import type { Clock } from "../core/clock.js";
-import { cachedTokensOf } from "../kv-events/cached-tokens.js";
+import { activeTokensOf, blockSizeFor, cachedTokensOf } from "../kv-events/cached-tokens.js";
 import type { KvCacheView } from "../kv-events/kv-cache-view.js";
 import type { Balancer } from "./balancers.js";
 import type { BindingLookup, BindingStore } from "./binding-store.js";
@@ -144,11 +144,14 @@ export class PlacementService {
           : await this.store.lookup(sessionId, this.clock.nowMs(), "route");
     }
     const nowMs = this.clock.nowMs();
-    const kv = this.kvCache;
+    const kv = this.kvCache === undefined || this.kvCache.size === 0 ? undefined : this.kvCache;
+    const blocksOf = (size: number) => hints.kvPromptBlocks?.(size);
     const cachedTokens =
-      kv === undefined || kv.size === 0
+      kv === undefined ? undefined : cachedTokensOf(kv, candidateIds(candidates), blocksOf, sessionId);
+    const activeTokens =
+      kv === undefined || cachedTokens === undefined
         ? undefined
-        : cachedTokensOf(kv, candidateIds(candidates), (size) => hints.kvPromptBlocks?.(size), sessionId);
+        : activeTokensOf(kv, candidateIds(candidates));
     const decision = decidePlacement(settings, {
       sessionId,
       tier,
@@ -158,6 +161,7 @@ export class PlacementService {
       binding: bound,
       nowMs,
       cachedTokens,
+      activeTokens,
     });
     if (decision.effects.length > 0) await this.store.apply(decision.effects, nowMs);
     if (decision.selection === undefined) return undefined;
@@ -167,10 +171,20 @@ export class PlacementService {
       this.recorder.miss(tier);
       if (decision.outcome === "spill") this.recorder.spill(tier);
     }
-    const expected = cachedTokens?.get(decision.selection.backend.id);
-    return expected === undefined
-      ? decision.selection
-      : { ...decision.selection, expectedCachedTokens: expected };
+    const backendId = decision.selection.backend.id;
+    const expected = cachedTokens?.get(backendId);
+    if (expected === undefined || kv === undefined) return decision.selection;
+    // The prompt's blocks count as held on its engine until its events report them (src/kv-events).
+    const blocks = blocksOf(blockSizeFor(kv, backendId));
+    const releaseKvPending = blocks === undefined ? undefined : kv.sent(backendId, blocks);
+    return releaseKvPending === undefined
+      ? { ...decision.selection, expectedCachedTokens: expected }
+      : { ...decision.selection, expectedCachedTokens: expected, releaseKvPending };
+  }
+
+  /** An attempt placed by place() ended (answered, failed, cancelled): what it held pending is let go. */
+  attemptEnded<T extends SchedulingCandidate>(selection: Selection<T>): void {
+    selection.releaseKvPending?.();
   }
 
   /** Every candidate in the session's rendezvous order, best first (for admin views and placement). */

@@ -417,8 +417,8 @@ const affinitySchema = z.strictObject({
   kv_events: z
     .strictObject({
       /**
-       * A bound session moves off its engine when another engine (within the load bound, with a free slot) holds
-       * at least this many more tokens of its prompt: its engine evicted it and another has it.
+       * A bound session moves off its engine only to another (with a free slot, and cheaper by the KV cost) that
+       * holds at least this many more tokens of its prompt: its engine evicted it and another has it.
        */
       move_min_tokens: positiveInt("a positive integer").default(2048),
       /** How long a replay request to an engine may take before the gap counts as lost. */

@@ -36,7 +36,8 @@ import type { ContinuationSettings } from "./continuation/eligibility.js";
 import { StreamMigration, type MigrationOutcome } from "./continuation/stream-migration.js";
 
 /** Where the loop places each attempt: the placement service (affinity/placement-service.ts). */
-export type Placer = Pick<PlacementService, "place" | "onAttemptFailed">;
+export type Placer = Pick<PlacementService, "place" | "onAttemptFailed"> &
+  Partial<Pick<PlacementService, "attemptEnded">>;
 
 /** Where an attempt takes its engine slot (admission/backend-slots.ts): at once, or after a wait. */
 export type Slots = Pick<BackendSlots, "acquire" | "release">;
@@ -220,56 +221,61 @@ export async function runAttemptLoop(
       const continuing = migration?.pending === true; // [continuation]
       if (!continuing && made.attempts > 1) deps.recorder.retry(request.tier);
 
-      const abort = new AttemptAbort();
-      ctx.activeAttempt = abort;
-      if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
-      // The common case takes a free slot at once, without a promise.
-      const taking = takeSlot(deps, backend, abort, request.flow, made);
-      const slotFailure = taking === undefined ? undefined : await taking;
-      if (slotFailure !== undefined) {
-        lastFailure = slotFailure;
-        exclude.add(backend.id);
-        continue;
-      }
+      // However the attempt ends, the prompt's pending KV blocks on its engine are let go (src/kv-events).
       try {
-        const plan = planOf(deps, request, ctx, selection, abort, relays, made, migration, continuing);
-        const result = await (deps.runAttempt ?? runAttempt)(limits.attemptEnv, plan, res);
-        // [continuation] Left open by a break: the next engine of the session's ranking goes on with it.
-        if (result.broken !== undefined && migration !== undefined) {
-          migration.broke(result.broken, backend.id);
-          made.migrated = migration.describe(undefined);
+        const abort = new AttemptAbort();
+        ctx.activeAttempt = abort;
+        if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
+        // The common case takes a free slot at once, without a promise.
+        const taking = takeSlot(deps, backend, abort, request.flow, made);
+        const slotFailure = taking === undefined ? undefined : await taking;
+        if (slotFailure !== undefined) {
+          lastFailure = slotFailure;
           exclude.add(backend.id);
-          await attemptFailed(deps, request.sessionId, request.tier, backend, result.broken.engineFault);
-          deps.logger.warn(
-            {
-              reqId: ctx.requestId,
-              backend: backend.id,
-              err: result.broken.message,
-              cause: result.broken.cause,
-            },
-            "stream broken mid-answer; continuing it on another engine",
-          );
           continue;
         }
-        const outcome = migration?.outcome(result);
-        if (outcome !== undefined) deps.recorder.migration(outcome);
-        if (result.engineFault === true) deps.recorder.failed(backend);
-        else if (result.status < 500 && result.streamError === undefined) deps.recorder.succeeded(backend);
-        made.result = result;
-        return made;
-      } catch (err) {
-        if (!(err instanceof AttemptFailure) || made.committed) throw err;
-        lastFailure = err;
-        exclude.add(backend.id);
-        await attemptFailed(deps, request.sessionId, request.tier, backend, err.healthSignal);
-        const cause = err.cause instanceof Error ? err.cause.message : undefined;
-        deps.logger.warn(
-          { reqId: ctx.requestId, backend: backend.id, err: err.message, cause },
-          "attempt failed",
-        );
+        try {
+          const plan = planOf(deps, request, ctx, selection, abort, relays, made, migration, continuing);
+          const result = await (deps.runAttempt ?? runAttempt)(limits.attemptEnv, plan, res);
+          // [continuation] Left open by a break: the next engine of the session's ranking goes on with it.
+          if (result.broken !== undefined && migration !== undefined) {
+            migration.broke(result.broken, backend.id);
+            made.migrated = migration.describe(undefined);
+            exclude.add(backend.id);
+            await attemptFailed(deps, request.sessionId, request.tier, backend, result.broken.engineFault);
+            deps.logger.warn(
+              {
+                reqId: ctx.requestId,
+                backend: backend.id,
+                err: result.broken.message,
+                cause: result.broken.cause,
+              },
+              "stream broken mid-answer; continuing it on another engine",
+            );
+            continue;
+          }
+          const outcome = migration?.outcome(result);
+          if (outcome !== undefined) deps.recorder.migration(outcome);
+          if (result.engineFault === true) deps.recorder.failed(backend);
+          else if (result.status < 500 && result.streamError === undefined) deps.recorder.succeeded(backend);
+          made.result = result;
+          return made;
+        } catch (err) {
+          if (!(err instanceof AttemptFailure) || made.committed) throw err;
+          lastFailure = err;
+          exclude.add(backend.id);
+          await attemptFailed(deps, request.sessionId, request.tier, backend, err.healthSignal);
+          const cause = err.cause instanceof Error ? err.cause.message : undefined;
+          deps.logger.warn(
+            { reqId: ctx.requestId, backend: backend.id, err: err.message, cause },
+            "attempt failed",
+          );
+        } finally {
+          deps.slots.release(backend, request.flow);
+          if (relays.made !== undefined) made.generatedEvents = relays.made.generatedEvents;
+        }
       } finally {
-        deps.slots.release(backend, request.flow);
-        if (relays.made !== undefined) made.generatedEvents = relays.made.generatedEvents;
+        deps.scheduler.attemptEnded?.(selection);
       }
     }
     if (migration?.pending === true) {

@@ -150,7 +150,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     health: { up: () => undefined, error: () => metrics.budgetStore.error() },
   });
   const bindings = createBindingStore(settings, { table, metrics, logger: storeLog });
-  const kvCache = createKvCacheView(config, logger);
+  const kvCache = createKvCacheView(config, logger, clock);
   kvCache.configure(kvEventsBackendsOf(config.backends));
   const scheduler = new PlacementService({
     ...schedulerSettingsOf(settings, random),

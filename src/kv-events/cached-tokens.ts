@@ -2,6 +2,18 @@
 import type { KvCacheView } from "./kv-cache-view.js";
 import type { PromptBlocks } from "./prompt-blocks.js";
 
+/** vLLM's default block size: assumed for an engine that has not stored a block yet (its events say otherwise). */
+export const DEFAULT_BLOCK_SIZE_TOKENS = 16;
+
+/**
+ * The block size to cut a prompt by for this engine: its events' once it has stored a block, else vLLM's default,
+ * so that the first prompts sent to a fresh engine are tracked as pending too.
+ */
+export function blockSizeFor(view: KvCacheView, backendId: string): number {
+  const size = view.blockSizeOf(backendId);
+  return size > 0 ? size : DEFAULT_BLOCK_SIZE_TOKENS;
+}
+
 /**
  * Tokens held per candidate that publishes events (candidates without events are absent), or undefined when
  * none of them publishes. `blocksOf` gives the prompt's blocks for a block size (undefined: not tokenizable).
@@ -15,8 +27,8 @@ export function cachedTokensOf(
   let held: Map<string, number> | undefined;
   for (const id of candidateIds) {
     if (!view.has(id)) continue;
-    const size = view.blockSizeOf(id);
-    const blocks = size > 0 ? blocksOf?.(size) : undefined;
+    const size = blockSizeFor(view, id);
+    const blocks = blocksOf?.(size);
     const prefix = view.held(id, blocks, sessionId);
     if (prefix === undefined) continue;
     // A session's chain may be longer than this prompt's reusable part (an edited conversation): cap it.
@@ -24,4 +36,20 @@ export function cachedTokensOf(
     (held ??= new Map()).set(id, tokens);
   }
   return held;
+}
+
+/**
+ * Prompt tokens each candidate that publishes events has still to compute for what this gateway sent it (the
+ * work ahead of the request there), or undefined when none of them publishes.
+ */
+export function activeTokensOf(
+  view: KvCacheView,
+  candidateIds: Iterable<string>,
+): Map<string, number> | undefined {
+  let active: Map<string, number> | undefined;
+  for (const id of candidateIds) {
+    const tokens = view.activeTokens(id);
+    if (tokens !== undefined) (active ??= new Map()).set(id, tokens);
+  }
+  return active;
 }

@@ -126,9 +126,17 @@ export class EngineIndex {
     this.sessions.clear();
   }
 
-  /** How many of `keys` (a prompt's content keys, in order) this engine holds as a leading run. */
-  matchedBlocks(keys: ArrayLike<number>): number {
-    let matched = 0;
+  /** Whether the engine holds a block with this content key. */
+  holds(contentKey: number): boolean {
+    return this.contentKeys.has(contentKey);
+  }
+
+  /**
+   * How many of `keys` (a prompt's content keys, in order) this engine holds as a leading run, the first `from`
+   * taken as held (blocks known to be coming: src/kv-events/pending-blocks.ts).
+   */
+  matchedBlocks(keys: ArrayLike<number>, from = 0): number {
+    let matched = Math.min(from, keys.length);
     while (matched < keys.length && this.contentKeys.has(keys[matched] as number)) matched++;
     return matched;
   }

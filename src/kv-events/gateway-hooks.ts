@@ -1,12 +1,14 @@
 // The gateway's few hooks into KV events: the view built from the config, and the engines it subscribes to.
 import type { Logger } from "pino";
 import type { BackendConfig, GatewayConfig } from "../config/schema.js";
+import type { Clock } from "../core/clock.js";
 import { KvCacheView, type KvEventsBackend } from "./kv-cache-view.js";
 
 /** The view of engines' caches; it subscribes to engines when the backends are applied (backend-changes.ts). */
-export function createKvCacheView(config: GatewayConfig, logger: Logger): KvCacheView {
+export function createKvCacheView(config: GatewayConfig, logger: Logger, clock: Clock): KvCacheView {
   return new KvCacheView({
     replayTimeoutMs: config.affinity.kv_events.replay_timeout_seconds * 1000,
+    clock,
     onError: (backendId, err) =>
       logger.warn(
         { backend: backendId, err: err instanceof Error ? err.message : String(err) },

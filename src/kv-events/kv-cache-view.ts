@@ -2,8 +2,10 @@
 // KV events, and the question placement asks: how many tokens of this prompt does each engine hold?
 //
 // Each gateway replica subscribes on its own (no shared state): every replica hears every engine's events.
+import { systemClock, type Clock } from "../core/clock.js";
 import { EngineIndex } from "./engine-index.js";
 import { EngineSubscriber, type KvEventSource, type SubscriberStats } from "./engine-subscriber.js";
+import { PendingBlocks } from "./pending-blocks.js";
 import type { PromptBlocks } from "./prompt-blocks.js";
 import type { DecodedBatch } from "./wire.js";
 
@@ -16,6 +18,10 @@ export interface KvEventsBackend {
 
 export interface KvCacheViewOptions {
   readonly replayTimeoutMs: number;
+  /** Time for the pending entries' TTL (src/kv-events/pending-blocks.ts); the system clock unless given. */
+  readonly clock?: Clock;
+  /** How long a sent prompt's blocks may stay pending unreleased (DEFAULT_PENDING_TTL_MS unless given). */
+  readonly pendingTtlMs?: number;
   readonly onError?: (backendId: string, err: unknown) => void;
   readonly onApplied?: (backendId: string, seq: bigint, batch: DecodedBatch) => void;
 }
@@ -29,13 +35,21 @@ export interface HeldPrefix {
 interface Subscription {
   readonly backend: KvEventsBackend;
   readonly subscriber: EngineSubscriber;
+  /** Prompts this gateway sent the engine whose blocks its events have not all reported yet. */
+  readonly pending: PendingBlocks;
 }
+
+/** Ends a sent prompt's pending entry (its request ended); calling it twice is harmless. */
+export type ReleasePending = () => void;
 
 export class KvCacheView {
   private readonly subscriptions = new Map<string, Subscription>();
   private appliedWaiters: (() => void)[] = [];
+  private readonly clock: Clock;
 
-  constructor(private readonly options: KvCacheViewOptions) {}
+  constructor(private readonly options: KvCacheViewOptions) {
+    this.clock = options.clock ?? systemClock;
+  }
 
   /** Resolves after the next batch any engine's subscriber applies (tools and tests wait on it, not on time). */
   nextApplied(): Promise<void> {
@@ -58,10 +72,12 @@ export class KvCacheView {
     for (const backend of backends) {
       if (this.subscriptions.has(backend.id)) continue;
       const index = new EngineIndex(backend.maxBlocks);
+      const pending = new PendingBlocks(backend.maxBlocks, this.options.pendingTtlMs);
       const subscriber = new EngineSubscriber(backend.source, index, {
         replayTimeoutMs: this.options.replayTimeoutMs,
         onError: (err) => this.options.onError?.(backend.id, err),
         onApplied: (seq, batch) => {
+          pending.progressed((key) => index.holds(key), this.clock.nowMs());
           this.options.onApplied?.(backend.id, seq, batch);
           if (this.appliedWaiters.length === 0) return;
           const waiters = this.appliedWaiters;
@@ -69,7 +85,7 @@ export class KvCacheView {
           for (const resolve of waiters) resolve();
         },
       });
-      this.subscriptions.set(backend.id, { backend, subscriber });
+      this.subscriptions.set(backend.id, { backend, subscriber, pending });
     }
   }
 
@@ -89,7 +105,8 @@ export class KvCacheView {
 
   /**
    * Tokens of the prompt the engine holds as a leading run of full blocks, undefined when it publishes no
-   * events. By the prompt's blocks when they are known and match anything; else by the session's chain.
+   * events. By the prompt's blocks when they are known and match anything (blocks of prompts sent there and
+   * not yet reported count as held: pending-blocks.ts); else by the session's chain.
    */
   held(
     backendId: string,
@@ -101,12 +118,36 @@ export class KvCacheView {
     const index = subscription.subscriber.index;
     const size = index.blockSizeTokens;
     if (blocks !== undefined && (size === 0 || size === blocks.blockSizeTokens)) {
-      const matched = index.matchedBlocks(blocks.keys);
+      const matched = this.matchedWithPending(subscription, blocks);
       if (matched > 0 || sessionId === undefined)
         return { tokens: matched * blocks.blockSizeTokens, via: "tokens" };
     }
     if (sessionId === undefined) return { tokens: 0, via: "session" };
     return { tokens: index.sessionBlocks(sessionId) * size, via: "session" };
+  }
+
+  /**
+   * The gateway sends this prompt to the engine: its blocks count as held there until its events report them,
+   * the returned release is called (the request ended), or the TTL passes. Undefined: nothing to track (the
+   * engine publishes no events, uses another block size, or holds all of it).
+   */
+  sent(backendId: string, blocks: PromptBlocks): ReleasePending | undefined {
+    const subscription = this.subscriptions.get(backendId);
+    if (subscription === undefined) return undefined;
+    const size = subscription.subscriber.index.blockSizeTokens;
+    if (size !== 0 && size !== blocks.blockSizeTokens) return undefined;
+    const held = this.matchedWithPending(subscription, blocks);
+    const { pending } = subscription;
+    const id = pending.add(blocks, held, this.clock.nowMs());
+    return id === undefined ? undefined : () => pending.release(id);
+  }
+
+  /**
+   * Prompt tokens the engine has still to compute for the prompts this gateway sent it (the prefill work ahead
+   * of a new request there), undefined when it publishes no events. Only prompts whose blocks are known count.
+   */
+  activeTokens(backendId: string): number | undefined {
+    return this.subscriptions.get(backendId)?.pending.remainingTokens(this.clock.nowMs());
   }
 
   stats(): { backendId: string; blocks: number; subscriber: Readonly<SubscriberStats> }[] {
@@ -115,6 +156,12 @@ export class KvCacheView {
       blocks: subscriber.index.size,
       subscriber: subscriber.stats,
     }));
+  }
+
+  /** Leading blocks of the prompt held or pending: a pending prompt's shared run, then the index from there. */
+  private matchedWithPending(subscription: Subscription, blocks: PromptBlocks): number {
+    const pendingRun = subscription.pending.sharedBlocks(blocks.keys, this.clock.nowMs());
+    return subscription.subscriber.index.matchedBlocks(blocks.keys, pendingRun);
   }
 
   close(): void {

@@ -1,5 +1,6 @@
-// Placement by engines' KV events (src/affinity/kv-placement.ts) through the pure decision: the longest cached
-// prefix for requests without a session, the move rule for bound sessions, spills to the best holder.
+// Placement by engines' KV events (src/affinity/kv-placement.ts) through the pure decision: the cheapest engine
+// (prompt left to compute plus work ahead) for requests without a session and sessions being placed, the move
+// rule for bound sessions, spills only where they cost less than waiting at home.
 import { describe, expect, it } from "vitest";
 import { createBalancer } from "../../src/affinity/balancers.js";
 import type { BindingLookup } from "../../src/affinity/binding-store.js";
@@ -28,6 +29,7 @@ function decide(
   list: readonly TestCandidate[],
   cachedTokens: Record<string, number> | undefined,
   sessionId: string | null = "s-1",
+  activeTokens: Record<string, number> = {},
 ) {
   return decidePlacement(settings(), {
     sessionId: sessionId ?? undefined,
@@ -38,6 +40,7 @@ function decide(
     binding,
     nowMs: NOW_MS,
     cachedTokens: cachedTokens === undefined ? undefined : new Map(Object.entries(cachedTokens)),
+    activeTokens: new Map(Object.entries(activeTokens)),
   });
 }
 
@@ -49,10 +52,47 @@ describe("placement by KV events", () => {
     expect(decision.effects).toEqual([]);
   });
 
-  it("...but not past the load bound", () => {
-    const list = [candidate("engine-0"), candidate("engine-1", { inflight: 30 }), candidate("engine-2")];
-    const decision = decide(undefined, list, { "engine-0": 160, "engine-1": 4000, "engine-2": 0 }, null);
+  it("...unless the prefill work ahead there outweighs what it holds", () => {
+    const list = candidates(3);
+    const active = { "engine-0": 0, "engine-1": 3_000, "engine-2": 0 };
+    // Cost = work ahead - 2 x held (score-kv-cost.ts). engine-1: 3000 - 8000 = -5000 beats engine-0's -320.
+    expect(
+      decide(undefined, list, { "engine-0": 160, "engine-1": 4000, "engine-2": 0 }, null, active).selection,
+    ).toMatchObject({ backend: { id: "engine-1" } });
+    // engine-1: 8000 - 8000 = 0 loses to engine-0's -320.
+    expect(
+      decide(undefined, list, { "engine-0": 160, "engine-1": 4000, "engine-2": 0 }, null, {
+        ...active,
+        "engine-1": 8_000,
+      }).selection,
+    ).toMatchObject({ backend: { id: "engine-0" }, reason: "kv_prefix" });
+  });
+
+  it("weighs work, not request counts: a conversation stays with its cache on an engine running more short calls", () => {
+    const list = [candidate("engine-0", { inflight: 6 }), candidate("engine-1"), candidate("engine-2")];
+    // The load bound (1.25 x 7 / 3 = 3) would have sent it away; 6 short calls are 600 tokens of prefill.
+    const decision = decide(
+      undefined,
+      list,
+      { "engine-0": 150_000, "engine-1": 20_000, "engine-2": 20_000 },
+      null,
+      { "engine-0": 600 },
+    );
     expect(decision.selection).toMatchObject({ backend: { id: "engine-0" }, reason: "kv_prefix" });
+  });
+
+  it("spreads requests over engines holding the same prefix: the least work first, then the fewest requests", () => {
+    const list = [
+      candidate("engine-0", { inflight: 1 }),
+      candidate("engine-1", { inflight: 2 }),
+      candidate("engine-2"),
+    ];
+    const held = { "engine-0": 20_000, "engine-1": 20_000, "engine-2": 20_000 };
+    expect(
+      decide(undefined, list, held, null, { "engine-0": 90_000, "engine-1": 0, "engine-2": 500 }).selection,
+    ).toMatchObject({ backend: { id: "engine-1" } });
+    // Equal work: the fewest requests in flight and queued.
+    expect(decide(undefined, list, held, null, {}).selection).toMatchObject({ backend: { id: "engine-2" } });
   });
 
   it("a bound session stays when no engine holds move_min_tokens more than its own", () => {
@@ -70,7 +110,7 @@ describe("placement by KV events", () => {
     ]);
   });
 
-  it("a spill goes to the free engine holding most of the prompt, binding kept", () => {
+  it("a spill goes to the cheapest free engine, binding kept", () => {
     const list = [
       candidate("engine-0", { inflight: 64 }),
       candidate("engine-1"),
@@ -88,14 +128,46 @@ describe("placement by KV events", () => {
     expect(decision.effects).toEqual([expect.objectContaining({ kind: "refresh" })]);
   });
 
-  it("a new session keeps its rendezvous winner unless another holds move_min_tokens more", () => {
+  it("...but a full home that costs less than any free engine keeps the session: it waits where its cache is", () => {
+    const list = [candidate("engine-0", { inflight: 64 }), candidate("engine-1"), candidate("engine-2")];
+    const decision = decide(
+      "engine-0",
+      list,
+      { "engine-0": 90_000, "engine-1": 20_000, "engine-2": 0 },
+      "s-1",
+      {
+        "engine-0": 8_000,
+      },
+    );
+    expect(decision.selection).toMatchObject({ backend: { id: "engine-0" }, reason: "affinity_hit" });
+  });
+
+  it("a bound session does not move for load alone, nor to a holder that costs more", () => {
     const list = candidates(3);
-    const winner = rendezvousRanking(hashSession("s-1"), list)[0]!.id;
-    const other = list.find((c) => c.id !== winner)!.id;
-    const near = decide(undefined, list, { [winner]: 0, [other]: 999 });
-    expect(near.selection).toMatchObject({ backend: { id: winner }, reason: "new_session" });
-    const far = decide(undefined, list, { [winner]: 0, [other]: 1000 });
-    expect(far.selection).toMatchObject({ backend: { id: other }, reason: "new_session" });
+    // engine-1 is idle but holds less: no move, however busy engine-0 is.
+    const idle = decide("engine-0", list, { "engine-0": 90_000, "engine-1": 20_000 }, "s-1", {
+      "engine-0": 500_000,
+    });
+    expect(idle.selection).toMatchObject({ backend: { id: "engine-0" }, reason: "affinity_hit" });
+    // engine-1 holds 2000 more but has 10,000 tokens of work ahead.
+    const busy = decide("engine-0", list, { "engine-0": 0, "engine-1": 2_000 }, "s-1", {
+      "engine-1": 10_000,
+    });
+    expect(busy.selection).toMatchObject({ backend: { id: "engine-0" }, reason: "affinity_hit" });
+  });
+
+  it("a new session goes to the cheapest engine; among equal ones, to its rendezvous order", () => {
+    const list = candidates(3);
+    const ranking = rendezvousRanking(hashSession("s-1"), list).map((c) => c.id);
+    const [winner, second] = [ranking[0]!, ranking[1]!];
+    const holds = decide(undefined, list, { [winner]: 0, [second]: 16 });
+    expect(holds.selection).toMatchObject({ backend: { id: second }, reason: "new_session" });
+    // Every engine holds the shared system prompt: work ahead decides, then the session's ranking.
+    const shared = { "engine-0": 20_000, "engine-1": 20_000, "engine-2": 20_000 };
+    expect(decide(undefined, list, shared).selection).toMatchObject({ backend: { id: winner } });
+    expect(decide(undefined, list, shared, "s-1", { [winner]: 30_000 }).selection).toMatchObject({
+      backend: { id: second },
+    });
   });
 
   it("places exactly as without events when nobody holds any of the prompt", () => {

@@ -34,6 +34,7 @@ function setup(script: Script, options: { maxAttempts?: number; waitMs?: number;
   const backends = Object.keys(script).map(backend);
   const events: string[] = [];
   const plans: AttemptPlan[] = [];
+  const ended: string[] = [];
   const recorder: AttemptRecorder = {
     selection: (tier, reason) => events.push(`selection ${tier} ${reason}`),
     retry: (tier) => events.push(`retry ${tier}`),
@@ -61,6 +62,7 @@ function setup(script: Script, options: { maxAttempts?: number; waitMs?: number;
         events.push(`binding broken ${id}`);
         return Promise.resolve();
       },
+      attemptEnded: (selection) => void ended.push(selection.backend.id),
     },
     slots: {
       acquire: (b) => {
@@ -108,7 +110,7 @@ function setup(script: Script, options: { maxAttempts?: number; waitMs?: number;
   };
   const ctx: CancellableRequest = { requestId: "r-1", startedAtMs: clock.nowMs() };
   const run = () => runAttemptLoop(deps, limits, request, {} as AnswerSink, ctx);
-  return { run, events, plans, ctx, clock };
+  return { run, events, plans, ctx, clock, ended };
 }
 
 describe("the attempt loop", () => {
@@ -171,6 +173,22 @@ describe("the attempt loop", () => {
     expect(plans).toHaveLength(1);
     expect(made.error).toBeInstanceOf(AttemptFailure);
     expect(made.attempts).toBe(1);
+  });
+
+  it("ends every attempt's placement once, however it ended (its pending KV blocks are let go)", async () => {
+    const failedOver = setup({ a: "fail", b: "answer" });
+    await failedOver.run();
+    expect(failedOver.ended).toEqual(["a", "b"]);
+    const slotGone = setup({ a: "answer", b: "answer" }, { gone: "a" });
+    await slotGone.run();
+    expect(slotGone.ended).toEqual(["a", "b"]);
+    const broken = setup({ a: "fail-after-commit" });
+    await broken.run();
+    expect(broken.ended).toEqual(["a"]);
+    const cancelled = setup({ a: "answer" });
+    cancelled.ctx.cancelReason = new GatewayError("upstream_timeout", "request deadline passed");
+    await cancelled.run();
+    expect(cancelled.ended).toEqual(["a"]);
   });
 
   it("tries the next engine when the one it waited for went away", async () => {

@@ -15,6 +15,7 @@ import {
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { Encoder } from "@msgpack/msgpack";
+import { ManualClock } from "../../src/core/clock.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -22,10 +23,14 @@ afterEach(async () => {
 });
 
 /** A view whose every applied batch can be awaited. */
-function makeView(): { view: KvCacheView; applied: (predicate: () => boolean) => Promise<void> } {
+function makeView(clock?: ManualClock): {
+  view: KvCacheView;
+  applied: (predicate: () => boolean) => Promise<void>;
+} {
   const waiters: { predicate: () => boolean; resolve: () => void }[] = [];
   const view = new KvCacheView({
     replayTimeoutMs: 5_000,
+    ...(clock === undefined ? {} : { clock, pendingTtlMs: 10_000 }),
     onApplied: () => {
       for (const waiter of waiters.slice()) {
         if (waiter.predicate()) {
@@ -210,6 +215,43 @@ describe("KvCacheView with a hand-driven publisher", () => {
     expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(32);
     // Without the prompt's tokens, the session's chain says what the engine holds of it.
     expect(view.held("e1", undefined, "s1")).toEqual({ tokens: 32, via: "session" });
+  });
+
+  it("counts a sent prompt's blocks as held until its events come, it is released, or its TTL passes", async () => {
+    const publisher = await handPublisher();
+    const clock = new ManualClock(1_000);
+    const { view, applied } = makeView(clock);
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
+    expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(32);
+    expect(view.activeTokens("e1")).toBe(0);
+
+    // Sent: the two blocks it will compute count as held, and its prefill is work ahead on the engine.
+    const release = view.sent("e1", BLOCKS);
+    expect(release).toBeDefined();
+    expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(64);
+    expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 32);
+    // Its events come: the index holds the blocks, and the entry is done.
+    await publisher.publish(1n, [stored([13n, 14n], 12n, TOKENS.slice(32, 64))]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
+    expect(view.activeTokens("e1")).toBe(0);
+    release!(); // the request's end, after its events: harmless
+    expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(64);
+
+    // A prompt whose blocks never come: held while pending, not after its release, nor after the TTL.
+    const other = promptBlocksOf([...TOKENS.slice(0, 32), ...TOKENS.slice(0, 32), 5], 16, undefined);
+    const releaseOther = view.sent("e1", other);
+    expect(view.held("e1", other, undefined)?.tokens).toBe(64);
+    releaseOther!();
+    expect(view.held("e1", other, undefined)?.tokens).toBe(32);
+    view.sent("e1", other);
+    clock.advance(9_999);
+    expect(view.held("e1", other, undefined)?.tokens).toBe(64);
+    clock.advance(1);
+    expect(view.held("e1", other, undefined)?.tokens).toBe(32);
+    expect(view.sent("nope", other)).toBeUndefined();
   });
 
   it("says nothing of engines without events", () => {

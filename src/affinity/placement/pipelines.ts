@@ -4,7 +4,8 @@ import { eligibleFilter } from "./filter-eligible.js";
 import { freeSlotFilter } from "./filter-free-slot.js";
 import { maxScorePicker } from "./pick-max-score.js";
 import { freeSlotScorer } from "./score-free-slot.js";
-import { kvPrefixScorer } from "./score-kv-prefix.js";
+import { kvCostScorer } from "./score-kv-cost.js";
+import { leastLoadScorer } from "./score-least-load.js";
 import { rendezvousScorer } from "./score-rendezvous.js";
 import type { Pipeline } from "./types.js";
 
@@ -40,24 +41,31 @@ export const spillPipeline: Pipeline = {
 };
 
 /**
- * The prompt's cached prefix first, the ranking only among engines holding as much (its tiny weight breaks
- * ties and nothing else): where engines publish KV events and one of them holds some of the prompt.
+ * The KV cost first (prompt tokens to compute plus prefill work ahead, src/affinity/placement/score-kv-cost.ts);
+ * among engines of equal cost the least loaded, then the key's rendezvous order. The tie-breaks add at most
+ * 1e-6 to a score, less than one block's (16 tokens') cost difference over any spread of costs below 16M
+ * tokens, so they only ever break ties.
  */
-const byCachedPrefix = [
-  { scorer: kvPrefixScorer, weight: 1 },
-  { scorer: rendezvousScorer, weight: 1e-6 },
+const byKvCost = [
+  { scorer: kvCostScorer, weight: 1 },
+  { scorer: leastLoadScorer, weight: 1e-6 },
+  { scorer: rendezvousScorer, weight: 1e-9 },
 ] as const;
 
-/** Where a request goes by what engines hold: the longest cached prefix within the load bound. */
-export const kvPrefixPipeline: Pipeline = {
-  filters: [eligibleFilter, boundedLoadFilter],
-  scorers: byCachedPrefix,
+/**
+ * Where a request goes by what engines hold: the cheapest engine. No load bound: the cost already weighs the
+ * work queued on each engine in the same unit as the cache it saves, where the bound counts requests, so it
+ * would send a 150k-token conversation away from its cache because its engine runs one more short request.
+ */
+export const kvCostPipeline: Pipeline = {
+  filters: [eligibleFilter],
+  scorers: byKvCost,
   picker: maxScorePicker,
 };
 
-/** A spill by what engines hold: the engine free now and within the bound that holds most of the prompt. */
+/** A spill by what engines hold: the cheapest engine free now. */
 export const kvSpillPipeline: Pipeline = {
-  filters: [eligibleFilter, freeSlotFilter, boundedLoadFilter],
-  scorers: byCachedPrefix,
+  filters: [eligibleFilter, freeSlotFilter],
+  scorers: byKvCost,
   picker: maxScorePicker,
 };

@@ -41,6 +41,11 @@ export interface PlacementRequest {
   readonly exclude: ReadonlySet<string>;
   /** Tokens of the prompt each engine that publishes KV events holds (absent: no such engine, or not asked). */
   readonly cachedTokens?: ReadonlyMap<string, number> | undefined;
+  /**
+   * Prompt tokens each engine that publishes KV events has still to compute for requests this gateway sent it
+   * (src/kv-events/pending-blocks.ts): the prefill work ahead of this request there.
+   */
+  readonly activeTokens?: ReadonlyMap<string, number> | undefined;
 }
 
 /**

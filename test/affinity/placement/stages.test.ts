@@ -12,7 +12,9 @@ import { kvCacheScorer, UNKNOWN_KV_SCORE } from "../../../src/affinity/placement
 import { queueScorer } from "../../../src/affinity/placement/score-queue.js";
 import { rendezvousScorer } from "../../../src/affinity/placement/score-rendezvous.js";
 import { freeSlotScorer } from "../../../src/affinity/placement/score-free-slot.js";
-import { sessionPlacementPipeline } from "../../../src/affinity/placement/pipelines.js";
+import { KV_PREFILL_WEIGHT, kvCostScorer } from "../../../src/affinity/placement/score-kv-cost.js";
+import { leastLoadScorer } from "../../../src/affinity/placement/score-least-load.js";
+import { kvCostPipeline, sessionPlacementPipeline } from "../../../src/affinity/placement/pipelines.js";
 import type { PlacementRequest, Pipeline, Scorer } from "../../../src/affinity/placement/types.js";
 import { rendezvousRanking } from "../../../src/affinity/rendezvous.js";
 import { candidate, candidates } from "../helpers.js";
@@ -35,6 +37,61 @@ scorerContract("rendezvousScorer", rendezvousScorer);
 scorerContract("queueScorer", queueScorer);
 scorerContract("kvCacheScorer", kvCacheScorer);
 scorerContract("freeSlotScorer", freeSlotScorer);
+scorerContract("kvCostScorer", kvCostScorer);
+scorerContract("leastLoadScorer", leastLoadScorer);
+
+describe("kvCostScorer, leastLoadScorer and kvCostPipeline (placement by KV events)", () => {
+  const kvRequest = (held: Record<string, number>, active: Record<string, number>): PlacementRequest => ({
+    ...request(),
+    cachedTokens: new Map(Object.entries(held)),
+    activeTokens: new Map(Object.entries(active)),
+  });
+
+  it("scores the cheapest engine (work ahead - 2 x tokens held) 1 and the dearest 0; all 1 when equal", () => {
+    const list = [candidate("a"), candidate("b"), candidate("c")];
+    // Costs: a 1000 - 10,000 = -9000, b 0 - 3000 = -3000, c (no events) 0.
+    const scores = kvCostScorer(kvRequest({ a: 5_000, b: 1_500 }, { a: 1_000 }), stateOf(KEY, list), list);
+    expect(scores).toEqual([1, 1 / 3, 0]);
+    expect(kvCostScorer(kvRequest({}, {}), stateOf(KEY, list), list)).toEqual([1, 1, 1]);
+  });
+
+  it("scores the fewest requests in flight and queued 1 and the most 0", () => {
+    const list = [candidate("a", { inflight: 4 }), candidate("b", { queued: 2 }), candidate("c")];
+    expect(leastLoadScorer(request(), stateOf(KEY, list), list)).toEqual([0, 0.5, 1]);
+  });
+
+  it("picks the cheapest engine; the tie-breaks never outweigh a block of cost", () => {
+    fc.assert(
+      fc.property(
+        candidatesArb(),
+        keyArb,
+        fc.array(fc.integer({ min: 0, max: 1_000_000 }), { minLength: 16, maxLength: 16 }),
+        (list, key, numbers) => {
+          const held: Record<string, number> = {};
+          const active: Record<string, number> = {};
+          // Costs in whole blocks, so any two that differ differ by a block at least.
+          list.forEach((c, i) => {
+            held[c.id] = (numbers[i % 16]! >> 4) << 4;
+            active[c.id] = (numbers[(i + 7) % 16]! >> 4) << 4;
+          });
+          const kvReq = kvRequest(held, active);
+          const chosen = runPipeline(kvCostPipeline, kvReq, stateOf(key, list), list);
+          const eligible = list.filter((c) => c.state === "up");
+          if (eligible.length === 0) {
+            expect(chosen).toBeUndefined();
+            return;
+          }
+          const cost = (id: string) => active[id]! - KV_PREFILL_WEIGHT * held[id]!;
+          const min = Math.min(...eligible.map((c) => cost(c.id)));
+          expect(cost(chosen!.id)).toBe(min);
+          // Among the cheapest, the least loaded.
+          const cheapest = eligible.filter((c) => cost(c.id) === min);
+          expect(loadOf(chosen!)).toBe(Math.min(...cheapest.map(loadOf)));
+        },
+      ),
+    );
+  });
+});
 
 describe("freeSlotScorer and sessionPlacementPipeline", () => {
   it("scores 1 exactly for the backends that can start a request now", () => {

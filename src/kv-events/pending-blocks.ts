@@ -1,0 +1,140 @@
+// Blocks an engine is about to hold: prompts this gateway sent it whose BlockStored events have not all come yet.
+//
+// An engine reports a block only once it has computed it, so for the whole prefill of a prompt (seconds for 100k
+// tokens) the index says nothing of it. A second request with the same prefix placed in that window (a burst of
+// sub-agents, a turn sent before the previous one's events arrived) would be predicted a miss, yet the engine
+// runs requests first come, first served, and the second one finds the first one's blocks computed by the time it
+// is scheduled. Leading routers count these blocks too: Dynamo's KV router tracks the blocks of the requests it
+// routed until they complete, and llm-d's precise scorer writes speculative index entries when it routes.
+//
+// One entry per request sent, ending at the first of: the index holds all its blocks (its events came), the
+// request ends (released), `ttlMs` passes (a safety net for an end that is never reported), or the bound drops it
+// (oldest first). Entries keep a reference to the request's own content keys, never a copy. Pure: time comes in
+// as `nowMs`, the index as a membership test.
+import type { PromptBlocks } from "./prompt-blocks.js";
+
+/** How long an entry may live unreleased: far above a prefill's length, so only a lost release ends it. */
+export const DEFAULT_PENDING_TTL_MS = 120_000;
+
+interface PendingEntry {
+  readonly keys: ArrayLike<number>;
+  readonly promptTokens: number;
+  readonly blockSizeTokens: number;
+  /** Leading blocks known computed: held or pending when it was sent, then as its events arrive. */
+  storedBlocks: number;
+  readonly expiresAtMs: number;
+}
+
+export class PendingBlocks {
+  /** Entry id -> entry; insertion order is send order, so the oldest (first to expire or be dropped) lead. */
+  private readonly entries = new Map<number, PendingEntry>();
+  private nextId = 1;
+  /** Blocks referenced by the entries (the bound's measure). */
+  private blocks = 0;
+
+  constructor(
+    /** Most blocks kept over all entries (about the engine's KV capacity: it cannot compute more at once). */
+    readonly maxBlocks: number,
+    readonly ttlMs: number = DEFAULT_PENDING_TTL_MS,
+  ) {}
+
+  /** Live and expired entries not yet purged. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * Records a prompt sent to the engine, of which `heldBlocks` leading blocks were held or pending there already.
+   * Returns the id to release() it by, or undefined when there is nothing to wait for (it was all held).
+   */
+  add(blocks: PromptBlocks, heldBlocks: number, nowMs: number): number | undefined {
+    this.purgeExpired(nowMs);
+    const count = blocks.keys.length;
+    if (heldBlocks >= count || count > this.maxBlocks) return undefined;
+    const id = this.nextId++;
+    this.entries.set(id, {
+      keys: blocks.keys,
+      promptTokens: blocks.promptTokens,
+      blockSizeTokens: blocks.blockSizeTokens,
+      storedBlocks: Math.max(0, heldBlocks),
+      expiresAtMs: nowMs + this.ttlMs,
+    });
+    this.blocks += count;
+    while (this.blocks > this.maxBlocks) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest === undefined) break;
+      this.release(oldest);
+    }
+    return id;
+  }
+
+  /** The request ended (answered, failed or cancelled): what it computed is in the index or never will be. */
+  release(id: number): void {
+    const entry = this.entries.get(id);
+    if (entry === undefined) return;
+    this.entries.delete(id);
+    this.blocks -= entry.keys.length;
+  }
+
+  /**
+   * The index applied events: each entry's computed run grows over the blocks the index now holds, and an entry
+   * whose blocks are all held is done (the index answers for them from now on, evictions included).
+   */
+  progressed(holds: (contentKey: number) => boolean, nowMs: number): void {
+    this.purgeExpired(nowMs);
+    for (const [id, entry] of this.entries) {
+      const keys = entry.keys;
+      let stored = entry.storedBlocks;
+      while (stored < keys.length && holds(keys[stored] as number)) stored++;
+      entry.storedBlocks = stored;
+      if (stored >= keys.length) this.release(id);
+    }
+  }
+
+  /** The longest leading run of `keys` (a prompt's content keys) that a live pending prompt shares. */
+  sharedBlocks(keys: ArrayLike<number>, nowMs: number): number {
+    let most = 0;
+    for (const entry of this.entries.values()) {
+      if (entry.expiresAtMs <= nowMs) continue;
+      const shared = sharedRun(entry.keys, keys);
+      if (shared > most) most = shared;
+    }
+    return most;
+  }
+
+  /**
+   * Prompt tokens the engine has still to compute for the live pending prompts: the prefill work ahead of a
+   * request sent there now (tokens past each prompt's computed run; its events tell how far it got).
+   */
+  remainingTokens(nowMs: number): number {
+    let tokens = 0;
+    for (const entry of this.entries.values()) {
+      if (entry.expiresAtMs <= nowMs) continue;
+      tokens += Math.max(0, entry.promptTokens - entry.storedBlocks * entry.blockSizeTokens);
+    }
+    return tokens;
+  }
+
+  private purgeExpired(nowMs: number): void {
+    // Every entry lives ttlMs from its send, so the expired ones are the oldest: they lead the map.
+    for (const [id, entry] of this.entries) {
+      if (entry.expiresAtMs > nowMs) return;
+      this.release(id);
+    }
+  }
+}
+
+/**
+ * How many leading keys two chains share. Content keys are chained (each hashes its parent's), so two chains
+ * that agree at a position agree at every earlier one: the shared run is found by binary search.
+ */
+export function sharedRun(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let low = 0;
+  let high = Math.min(a.length, b.length);
+  while (low < high) {
+    const mid = (low + high + 1) >> 1;
+    if (a[mid - 1] === b[mid - 1]) low = mid;
+    else high = mid - 1;
+  }
+  return low;
+}
