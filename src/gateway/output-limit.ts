@@ -2,8 +2,13 @@
 // must lower the field the engine reads (a Responses request's `max_tokens` is no field of its API: vLLM ignores it).
 import type { Endpoint } from "./completion-request.js";
 
-/** Chat takes either name (max_completion_tokens is OpenAI's newer one); vLLM honours both. */
-const CHAT_FIELDS: readonly string[] = ["max_tokens", "max_completion_tokens"];
+/**
+ * Chat takes either name. vLLM reads the newer max_completion_tokens first (`max_completion_tokens or
+ * max_tokens`), so the estimate does too; a clamp of a request that set neither writes max_tokens, the name
+ * every engine we front (llama.cpp's server too) reads.
+ */
+const CHAT_FIELDS: readonly string[] = ["max_completion_tokens", "max_tokens"];
+const CHAT_DEFAULT_FIELD = "max_tokens";
 const RESPONSES_FIELDS: readonly string[] = ["max_output_tokens"];
 /** Completions, and Anthropic's Messages. */
 const MAX_TOKENS_FIELDS: readonly string[] = ["max_tokens"];
@@ -26,5 +31,6 @@ export function writeOutputLimit(
 ): void {
   const fields = outputLimitFieldsOf(endpoint);
   const used = fields.filter((field) => body[field] !== undefined && body[field] !== null);
-  for (const field of used.length > 0 ? used : fields.slice(0, 1)) body[field] = limitTokens;
+  if (used.length === 0) used.push(endpoint === "chat" ? CHAT_DEFAULT_FIELD : fields[0]!);
+  for (const field of used) body[field] = limitTokens;
 }

@@ -57,6 +57,9 @@ describe("the budget's clamp, per API", () => {
     expect(parseCompletionRequest(raw, "responses").maxTokens).toBe(40);
     const chat = Buffer.from(JSON.stringify({ ...CHAT, max_completion_tokens: 30 }));
     expect(parseCompletionRequest(chat, "chat").maxTokens).toBe(30);
+    // Both set: the newer name wins, as vLLM reads them (`max_completion_tokens or max_tokens`).
+    const both = Buffer.from(JSON.stringify({ ...CHAT, max_tokens: 500, max_completion_tokens: 30 }));
+    expect(parseCompletionRequest(both, "chat").maxTokens).toBe(30);
   });
 
   it("sends the client's bytes as they are when nothing is clamped", () => {
