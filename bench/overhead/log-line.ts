@@ -1,19 +1,23 @@
-// The gateway's per-request log line through pino, with the destination settings before and after the seventh
-// round (bench/README.md): CPU µs per line, the lines written to stdout (send it to /dev/null).
+// The gateway's per-request log line through pino, with the destination settings of the seventh and ninth rounds
+// (bench/README.md): CPU µs per line, the lines written to stdout (send it to /dev/null).
 //
-//   node --import tsx bench/overhead/log-line.ts old|new > /dev/null
+//   node --import tsx bench/overhead/log-line.ts old|new|batch > /dev/null
 //
 // old: 4 KB batches and flush(callback) every 100 ms (which also fsyncs stdout, and piles a drain listener per
-// flush while a write is slow); new: 16 KB batches and sonic-boom's periodicFlush (src/cli/run-gateway.ts).
+// flush while a write is slow); new: 16 KB batches and sonic-boom's periodicFlush (the seventh round); batch: the
+// lines gathered by LogLineBatch and handed to sonic-boom 16 KB at a time (the ninth round, src/cli/run-gateway.ts).
 // Lines are logged 16 per event-loop turn, as a gateway at concurrency 16 would.
 import { pino } from "pino";
+import { LogLineBatch } from "../../src/cli/log-batch.js";
 
 const mode = process.argv[2];
-if (mode !== "old" && mode !== "new") throw new Error("usage: log-line.ts old|new");
+if (mode !== "old" && mode !== "new" && mode !== "batch") throw new Error("usage: log-line.ts old|new|batch");
 const destination =
   mode === "old"
     ? pino.destination({ dest: 1, sync: false, minLength: 4096 })
-    : pino.destination({ dest: 1, sync: false, minLength: 16_000, periodicFlush: 100 });
+    : mode === "new"
+      ? pino.destination({ dest: 1, sync: false, minLength: 16_000, periodicFlush: 100 })
+      : new LogLineBatch(pino.destination({ dest: 1, sync: false, minLength: 0 }), 16_000, 100);
 if (mode === "old") setInterval(() => destination.flush(() => undefined), 100).unref();
 const logger = pino({ name: "agent-serve" }, destination);
 
