@@ -1,5 +1,6 @@
 // Runs a gateway in the foreground until SIGINT/SIGTERM (graceful stop) with SIGHUP reloading the config.
 import { pino, type Logger } from "pino";
+import { markDefaultFormat } from "../core/json-log-line.js";
 import { loadConfigFile } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { Gateway } from "../gateway/gateway.js";
@@ -41,9 +42,12 @@ export function makeLogger(level: string, format: "pretty" | "json" = "json"): L
  */
 function makeJsonLogger(level: string): Logger {
   const destination = pino.destination({ dest: 1, sync: false, minLength: 0 });
-  return pino(
-    { name: "agent-serve", level },
-    new LogLineBatch(destination, LOG_BATCH_CHARS, LOG_FLUSH_INTERVAL_MS),
+  // The default line format: the request line is written whole (core/json-log-line.ts).
+  return markDefaultFormat(
+    pino(
+      { name: "agent-serve", level },
+      new LogLineBatch(destination, LOG_BATCH_CHARS, LOG_FLUSH_INTERVAL_MS),
+    ),
   );
 }
 

@@ -22,6 +22,7 @@ import { cancelRequest, type RequestContext } from "./request-context.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
 import { answerError } from "./responder.js";
+import { logInfoLine } from "../core/json-log-line.js";
 
 import { ClientClosedError } from "./client-closed.js";
 
@@ -247,7 +248,8 @@ export function createGatewayServer(
       rt.metrics.requestDone(ctx.tier ?? "none", ctx.backend ?? "none", outcome, durationMs / 1000);
     }
     tracer?.end(ctx, status);
-    rt.logger.info(
+    logInfoLine(
+      rt.logger,
       {
         reqId: ctx.requestId,
         method: ctx.method,
