@@ -5,6 +5,7 @@ import type { AffinityRecorder } from "../affinity/placement-service.js";
 import type { EngineLoad } from "../backends/engine-load.js";
 import type { StoreHealthSink } from "../store/redis-link.js";
 import { FlowMetrics } from "./flow-metrics.js";
+import { HotHistogram } from "./hot-histogram.js";
 import { processMetrics } from "./process-metrics.js";
 
 /** Values read at scrape time, so the request path does not keep gauges up to date. */
@@ -101,20 +102,6 @@ class HotCounter<L extends string> {
     let next = map.get(value) as Map<LabelValue, unknown> | undefined;
     if (next === undefined) map.set(value, (next = new Map()));
     return next;
-  }
-}
-
-/** prom-client children, made once per label value. */
-class ChildCache<T> {
-  private readonly children = new Map<string, T>();
-  constructor(private readonly make: (key: string) => T) {}
-  get(key: string): T {
-    let child = this.children.get(key);
-    if (child === undefined) {
-      child = this.make(key);
-      this.children.set(key, child);
-    }
-    return child;
   }
 }
 
@@ -236,17 +223,17 @@ export class GatewayMetrics implements AffinityRecorder {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
-  private readonly duration = new Histogram({
+  private readonly duration = new HotHistogram({
     name: "agentserve_request_duration_seconds",
     help: "End-to-end request duration as the gateway saw it",
-    labelNames: ["tier"] as const,
+    labelName: "tier",
     buckets: LATENCY_BUCKETS_SECONDS,
     registers: [this.registry],
   });
-  private readonly ttft = new Histogram({
+  private readonly ttft = new HotHistogram({
     name: "agentserve_ttft_seconds",
     help: "Time to first token of streamed responses (first content chunk from the engine)",
-    labelNames: ["tier"] as const,
+    labelName: "tier",
     buckets: LATENCY_BUCKETS_SECONDS,
     registers: [this.registry],
   });
@@ -279,8 +266,6 @@ export class GatewayMetrics implements AffinityRecorder {
     registers: [this.registry],
   });
 
-  private readonly durationChildren = new ChildCache((tier) => this.duration.labels(tier));
-  private readonly ttftChildren = new ChildCache((tier) => this.ttft.labels(tier));
   constructor(source: GaugeSource) {
     const registers = [this.registry];
     this.bindingStoreUp.set(1);
@@ -428,7 +413,7 @@ export class GatewayMetrics implements AffinityRecorder {
 
   requestDone(tier: string, backend: string, status: number, durationSeconds: number): void {
     this.requests.add(1, tier, backend, status);
-    this.durationChildren.get(tier).observe(durationSeconds);
+    this.duration.labels(tier).observe(durationSeconds);
   }
 
   tokens(
@@ -477,7 +462,7 @@ export class GatewayMetrics implements AffinityRecorder {
   }
 
   firstToken(tier: string, seconds: number): void {
-    this.ttftChildren.get(tier).observe(seconds);
+    this.ttft.labels(tier).observe(seconds);
   }
 
   classifier(outcome: string, seconds: number | undefined): void {
@@ -493,8 +478,8 @@ export class GatewayMetrics implements AffinityRecorder {
     for (const reason of KNOWN_REFUSALS) this.rejections.labels(reason).inc(0);
     for (const outcome of CLASSIFIER_OUTCOMES) this.classifierRequests.labels(outcome).inc(0);
     for (const tier of tiers) {
-      this.duration.zero({ tier });
-      this.ttft.zero({ tier });
+      this.duration.labels(tier);
+      this.ttft.labels(tier);
       this.affinityHits.add(0, tier);
       this.affinityMisses.add(0, tier);
       this.affinityBroken.labels(tier).inc(0);
