@@ -48,7 +48,11 @@ function partOf(id: number): string | undefined {
   if (functionName === "(idle)") return undefined;
   if (hasCaller(id, (f) => /internal\/modules\/|bootstrap\/realm/.test(f.url)))
     return "start-up: module loading";
-  if (hasCaller(id, (f) => /node_modules\/(pino|sonic-boom)\//.test(f.url)))
+  if (
+    hasCaller(id, (f) =>
+      /node_modules\/(pino|sonic-boom)\/|src\/(core\/json-log-line|cli\/log-batch)\./.test(f.url),
+    )
+  )
     return "logging (pino, sonic-boom, their writes)";
   if (functionName === "(garbage collector)") return "garbage collection";
   if (functionName === "writev" || functionName.startsWith("write")) return "socket writes (system calls)";

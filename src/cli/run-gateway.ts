@@ -1,15 +1,17 @@
 // Runs a gateway in the foreground until SIGINT/SIGTERM (graceful stop) with SIGHUP reloading the config.
 import { pino, type Logger } from "pino";
+import { markDefaultFormat } from "../core/json-log-line.js";
 import { loadConfigFile } from "../config/load.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { Gateway } from "../gateway/gateway.js";
+import { LogLineBatch } from "./log-batch.js";
 import { prettyDestination } from "./pretty-log.js";
 
 /**
- * Log bytes gathered before a write: one request's line is ~400 bytes, so a busy gateway writes about every 40
+ * Log characters gathered before a write: one request's line is ~400 bytes, so a busy gateway writes about every 40
  * requests. sonic-boom caps a write at 16 KiB and wants the batch below that.
  */
-const LOG_BATCH_BYTES = 16_000;
+const LOG_BATCH_CHARS = 16_000;
 /** The longest a line waits in the batch: a quiet gateway's lines still show up at once to a person. */
 const LOG_FLUSH_INTERVAL_MS = 100;
 
@@ -33,18 +35,20 @@ export function makeLogger(level: string, format: "pretty" | "json" = "json"): L
 /**
  * JSON lines on stdout, written asynchronously in batches. Each write is a round trip through libuv's
  * thread pool (a wake-up of a worker thread and of the event loop): one per line would cost a busy gateway
- * more CPU than routing the request does. The batch is flushed on a short timer (sonic-boom's own
- * `periodicFlush`, which flushes without a callback: `flush(callback)` also asks for an fsync of stdout, one more
- * thread-pool round trip every 100 ms for nothing) and before exit.
+ * more CPU than routing the request does. The lines are gathered by LogLineBatch (log-batch.ts), which hands
+ * sonic-boom a batch by size, on a short timer and before exit; sonic-boom writes each at once. (Its own
+ * gathering re-measured the whole batch on every line; and its `flush(callback)` also asks for an fsync of
+ * stdout, so the timer does not use it.)
  */
 function makeJsonLogger(level: string): Logger {
-  const destination = pino.destination({
-    dest: 1,
-    sync: false,
-    minLength: LOG_BATCH_BYTES,
-    periodicFlush: LOG_FLUSH_INTERVAL_MS,
-  });
-  return pino({ name: "agent-serve", level }, destination);
+  const destination = pino.destination({ dest: 1, sync: false, minLength: 0 });
+  // The default line format: the request line is written whole (core/json-log-line.ts).
+  return markDefaultFormat(
+    pino(
+      { name: "agent-serve", level },
+      new LogLineBatch(destination, LOG_BATCH_CHARS, LOG_FLUSH_INTERVAL_MS),
+    ),
+  );
 }
 
 /**

@@ -188,12 +188,15 @@ export async function runAttemptLoop(
     migrated: undefined,
   };
   // [continuation] A stream its engine breaks mid-answer may go on on the next engine (src/gateway/continuation).
+  // The fields are written out, not spread: a spread plus new members cost microseconds per request in V8.
+  const continuable = request.continuable;
   const migration =
-    request.continuable === undefined || limits.settings.continuation === undefined
+    continuable === undefined || limits.settings.continuation === undefined || !request.stream
       ? undefined
       : StreamMigration.begin(
           {
-            ...request.continuable,
+            endpoint: continuable.endpoint,
+            body: continuable.body,
             stream: request.stream,
             stripUsage: request.bodies.stripUsage,
             tier: request.tier,

@@ -42,18 +42,20 @@ export interface CompletionRequest {
 /** Deeper JSON than this is refused: no OpenAI request needs it, and re-encoding it could exhaust the stack. */
 export const MAX_JSON_NESTING = 128;
 
-/** The deepest nesting of objects and arrays in raw JSON bytes (strings skipped); stops past `limit`. */
+/**
+ * The deepest nesting of objects and arrays in raw JSON bytes (strings skipped); stops past `limit`. A string is
+ * skipped with indexOf to its closing quote (the first one not escaped), not byte by byte: most of a request's
+ * bytes are its messages' text.
+ */
 export function jsonNesting(raw: Buffer, limit: number): number {
   let depth = 0;
   let deepest = 0;
-  let inString = false;
   for (let i = 0; i < raw.length; i++) {
     const byte = raw[i]!;
-    if (inString) {
-      if (byte === 0x5c /* \ */) i++;
-      else if (byte === 0x22 /* " */) inString = false;
-    } else if (byte === 0x22) inString = true;
-    else if (byte === 0x7b /* { */ || byte === 0x5b /* [ */) {
+    if (byte === 0x22 /* " */) {
+      i = closingQuote(raw, i);
+      if (i < 0) return deepest; // an unterminated string: JSON.parse refuses it
+    } else if (byte === 0x7b /* { */ || byte === 0x5b /* [ */) {
       if (++depth > deepest) {
         deepest = depth;
         if (deepest > limit) return deepest;
@@ -61,6 +63,18 @@ export function jsonNesting(raw: Buffer, limit: number): number {
     } else if (byte === 0x7d /* } */ || byte === 0x5d /* ] */) depth--;
   }
   return deepest;
+}
+
+/** Where the string opened at `open` closes: the next quote after an even run of backslashes; -1 if none. */
+function closingQuote(raw: Buffer, open: number): number {
+  let quote = raw.indexOf(0x22, open + 1);
+  while (quote > 0) {
+    let backslashes = 0;
+    while (raw[quote - 1 - backslashes] === 0x5c /* \ */) backslashes++;
+    if (backslashes % 2 === 0) return quote;
+    quote = raw.indexOf(0x22, quote + 1);
+  }
+  return -1;
 }
 
 /** A positive integer field, or undefined when absent or null; anything else is a 400 naming it. */

@@ -9,6 +9,7 @@ import type { HealthChecker } from "../backends/health-checker.js";
 import type { RedisAttainedService } from "../admission/flow-queue/redis-attained-service.js";
 import { backgroundTimers, systemClock, systemTimers, type Clock, type Timers } from "../core/clock.js";
 import { GatewayError } from "../core/errors.js";
+import { markDefaultFormat } from "../core/json-log-line.js";
 import { SeededRandom, type Random } from "../core/random.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { applyBackends, watchBackendHealth } from "./backend-changes.js";
@@ -118,7 +119,7 @@ export class Gateway {
   ) {
     checkEnvironment(config, "config");
     const clock = options.clock ?? systemClock;
-    const logger = options.logger ?? pino({ name: "agent-serve" });
+    const logger = options.logger ?? markDefaultFormat(pino({ name: "agent-serve" }));
     this.random = options.random ?? new SeededRandom(0x5eed);
     const timers = options.timers ?? systemTimers;
     // Background loops do not keep the process alive on system timers; injected timers are used as given.

@@ -41,8 +41,13 @@ export class MessagesRelay implements StreamRelay {
   }
 
   get usage(): TokenUsage | undefined {
-    if (this.started === undefined) return undefined;
-    return { ...this.started, completionTokens: this.outputTokens ?? this.started.completionTokens };
+    const started = this.started;
+    if (started === undefined) return undefined;
+    return {
+      promptTokens: started.promptTokens,
+      completionTokens: this.outputTokens ?? started.completionTokens,
+      cachedTokens: started.cachedTokens,
+    };
   }
 
   get generatedEvents(): number {

@@ -46,6 +46,47 @@ export interface RequestContext {
   receipt?: Receipt;
 }
 
+/**
+ * A request's record with every member present from its birth (undefined until written): the record takes its
+ * full shape at once, where a literal of six members grew a dozen more as the request went (a map transition and
+ * a reallocated property store each).
+ */
+export function newRequestContext(
+  requestId: string,
+  startedAtMs: number,
+  method: string,
+  path: string,
+): RequestContext {
+  return {
+    requestId,
+    startedAtMs,
+    method,
+    path,
+    sessionId: undefined,
+    sessionSource: undefined,
+    agentId: undefined,
+    band: undefined,
+    prompt: undefined,
+    tier: undefined,
+    backend: undefined,
+    reason: undefined,
+    affinityHit: undefined,
+    attempts: 0,
+    queueWaitMs: 0,
+    errorCode: undefined,
+    streamError: undefined,
+    streamErrorCode: undefined,
+    streamErrorCause: undefined,
+    migrated: undefined,
+    clientClosed: undefined,
+    cancelReason: undefined,
+    apiKey: undefined,
+    activeAttempt: undefined,
+    adapted: undefined,
+    receipt: undefined,
+  };
+}
+
 /** Cancels a request: records why and aborts its attempt in progress (queued or talking to an engine). */
 export function cancelRequest(ctx: RequestContext, reason: Error): void {
   if (ctx.cancelReason !== undefined) return;

@@ -18,10 +18,11 @@ import {
   isStoredResponsePath,
   type StoredResponseDeps,
 } from "./stored-response-handler.js";
-import { cancelRequest, type RequestContext } from "./request-context.js";
+import { cancelRequest, newRequestContext, type RequestContext } from "./request-context.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
 import { writeJson } from "../core/write-json.js";
 import { answerError } from "./responder.js";
+import { logInfoLine } from "../core/json-log-line.js";
 
 import { ClientClosedError } from "./client-closed.js";
 
@@ -157,14 +158,12 @@ export function createGatewayServer(
     const path = query < 0 ? url : url.slice(0, query);
     const method = req.method ?? "GET";
     const live = rt.live.current;
-    const ctx: RequestContext = {
-      requestId: validRequestId(req.headers["x-request-id"]) ?? randomUUID(),
-      startedAtMs: rt.clock.nowMs(),
+    const ctx = newRequestContext(
+      validRequestId(req.headers["x-request-id"]) ?? randomUUID(),
+      rt.clock.nowMs(),
       method,
       path,
-      attempts: 0,
-      queueWaitMs: 0,
-    };
+    );
     const socket = req.socket;
     tracer?.begin(ctx, req.headers);
     hooks.live.add(ctx);
@@ -247,7 +246,8 @@ export function createGatewayServer(
       rt.metrics.requestDone(ctx.tier ?? "none", ctx.backend ?? "none", outcome, durationMs / 1000);
     }
     tracer?.end(ctx, status);
-    rt.logger.info(
+    logInfoLine(
+      rt.logger,
       {
         reqId: ctx.requestId,
         method: ctx.method,

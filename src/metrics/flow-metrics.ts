@@ -1,6 +1,7 @@
 // The flow scheduler's metrics: waiting and wait per priority band, tokens served per flow (top-k labels
 // only), Jain's fairness index over the active flows' attained service.
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
+import { HotHistogram, type HistogramSeries } from "./hot-histogram.js";
 import { jainIndex } from "./jain-index.js";
 
 /** What the metrics read at scrape time (the gateway's BackendSlots). */
@@ -18,9 +19,9 @@ export class FlowMetrics {
   private topFlows = 20;
   /** Tokens served per flow, least recently served first; bounded (a flow forgotten here leaves the metric). */
   private readonly servedTokens = new Map<string, number>();
-  private readonly wait: Histogram<"band">;
-  /** The histogram's child per band, made once: prom-client would hash the label on every observe(). */
-  private readonly waitByBand: { observe(value: number): void }[] = [];
+  private readonly wait: HotHistogram;
+  /** The histogram's series per band, found without a lookup by label. */
+  private readonly waitByBand: HistogramSeries[] = [];
 
   constructor(registry: Registry) {
     // prom-client's collect() runs with the metric as `this`: the state it reads is reached through these.
@@ -37,10 +38,10 @@ export class FlowMetrics {
         for (let band = 0; band < from.bands; band++) this.set({ band: String(band) }, from.waitingIn(band));
       },
     });
-    this.wait = new Histogram({
+    this.wait = new HotHistogram({
       name: "agentserve_queue_wait_seconds",
       help: "Time requests waited for an engine slot (0 when one was free), by priority band",
-      labelNames: ["band"] as const,
+      labelName: "band",
       buckets: WAIT_BUCKETS_SECONDS,
       registers: [registry],
     });
@@ -80,7 +81,7 @@ export class FlowMetrics {
 
   waited(band: number, seconds: number): void {
     let child = this.waitByBand[band];
-    if (child === undefined) this.waitByBand[band] = child = this.wait.labels({ band: String(band) });
+    if (child === undefined) this.waitByBand[band] = child = this.wait.labels(String(band));
     child.observe(seconds);
   }
 

@@ -5,6 +5,7 @@ import type { AffinityRecorder } from "../affinity/placement-service.js";
 import type { EngineLoad } from "../backends/engine-load.js";
 import type { StoreHealthSink } from "../store/redis-link.js";
 import { FlowMetrics } from "./flow-metrics.js";
+import { HotHistogram } from "./hot-histogram.js";
 import { processMetrics } from "./process-metrics.js";
 
 /** Values read at scrape time, so the request path does not keep gauges up to date. */
@@ -35,13 +36,24 @@ const CLASSIFIER_OUTCOMES = ["answered", "cached", "timeout", "error", "unparsea
 
 const LATENCY_BUCKETS_SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160];
 
+/** A label value as the request path has it (a status code stays a number until scrape time). */
+type LabelValue = string | number;
+
+/** One label set's count, kept and bumped without a lookup. */
+interface HotCount {
+  labels: Record<string, string>;
+  value: number;
+}
+
 /**
  * Counters bumped on every request are kept as plain numbers per label set and handed to prom-client only
  * at scrape time: prom-client hashes the label values on every inc(), which costs more than the rest of
- * the bookkeeping of a request.
+ * the bookkeeping of a request. A label set's count is found through nested maps keyed by its values as they
+ * are (a tier, a backend id, a status code): no key string is built and hashed per call, no closure made.
  */
 class HotCounter<L extends string> {
-  private readonly values = new Map<string, { labels: Record<L, string>; value: number }>();
+  private readonly counts: HotCount[] = [];
+  private readonly root = new Map<LabelValue, unknown>();
 
   constructor(
     registry: Registry,
@@ -49,7 +61,7 @@ class HotCounter<L extends string> {
     help: string,
     private readonly labelNames: readonly L[],
   ) {
-    const values = this.values;
+    const counts = this.counts;
     new Counter({
       name,
       help,
@@ -57,38 +69,39 @@ class HotCounter<L extends string> {
       registers: [registry],
       collect() {
         this.reset();
-        for (const { labels, value } of values.values()) this.inc(labels, value);
+        for (const { labels, value } of counts) this.inc(labels as Partial<Record<L, string>>, value);
       },
     });
   }
 
-  /** `key` must be unique per label set (the label values joined); `labels` is only read the first time. */
-  add(key: string, labels: () => Record<L, string>, amount = 1): void {
-    this.entry(key, labels).value += amount;
+  /** Adds to the count of the label set whose values are given in labelNames' order. */
+  add(amount: number, a: LabelValue, b: LabelValue = "", c: LabelValue = ""): void {
+    this.count(a, b, c).value += amount;
   }
 
-  /** The count of one label set, to keep and bump without a lookup (made at 0 on first use). */
-  entry(key: string, labels: () => Record<L, string>): { value: number } {
-    let entry = this.values.get(key);
-    if (entry === undefined) {
-      entry = { labels: labels(), value: 0 };
-      this.values.set(key, entry);
+  /** The count of one label set (values in labelNames' order), made at 0 on first use. */
+  count(a: LabelValue, b: LabelValue = "", c: LabelValue = ""): HotCount {
+    const depth = this.labelNames.length;
+    let map = this.root;
+    if (depth > 1) map = this.branch(map, a);
+    if (depth > 2) map = this.branch(map, b);
+    const last = depth === 1 ? a : depth === 2 ? b : c;
+    let count = map.get(last) as HotCount | undefined;
+    if (count === undefined) {
+      const values = [a, b, c];
+      const labels: Record<string, string> = {};
+      this.labelNames.forEach((name, i) => (labels[name] = String(values[i])));
+      count = { labels, value: 0 };
+      this.counts.push(count);
+      map.set(last, count);
     }
-    return entry;
+    return count;
   }
-}
 
-/** prom-client children, made once per label value. */
-class ChildCache<T> {
-  private readonly children = new Map<string, T>();
-  constructor(private readonly make: (key: string) => T) {}
-  get(key: string): T {
-    let child = this.children.get(key);
-    if (child === undefined) {
-      child = this.make(key);
-      this.children.set(key, child);
-    }
-    return child;
+  private branch(map: Map<LabelValue, unknown>, value: LabelValue): Map<LabelValue, unknown> {
+    let next = map.get(value) as Map<LabelValue, unknown> | undefined;
+    if (next === undefined) map.set(value, (next = new Map()));
+    return next;
   }
 }
 
@@ -145,10 +158,10 @@ export class GatewayMetrics implements AffinityRecorder {
     "Route receipts: prompt tokens a turn could reuse from its previous turn, the engine's cached ones, and the lost ones, by cause",
     ["tier", "kind", "cause"],
   );
-  /** The three counts of each tier and cause, kept so that a receipt bumps them after one lookup. */
+  /** The three counts of each tier and cause (by tier, then cause), so that a receipt bumps them after one lookup. */
   private readonly prefixTokenCounts = new Map<
     string,
-    { reusable: { value: number }; cached: { value: number }; lost: { value: number } }
+    Map<string, { reusable: HotCount; cached: HotCount; lost: HotCount }>
   >();
   private readonly bindingStoreUp = new Gauge({
     name: "agentserve_binding_store_up",
@@ -210,17 +223,17 @@ export class GatewayMetrics implements AffinityRecorder {
     labelNames: ["reason"] as const,
     registers: [this.registry],
   });
-  private readonly duration = new Histogram({
+  private readonly duration = new HotHistogram({
     name: "agentserve_request_duration_seconds",
     help: "End-to-end request duration as the gateway saw it",
-    labelNames: ["tier"] as const,
+    labelName: "tier",
     buckets: LATENCY_BUCKETS_SECONDS,
     registers: [this.registry],
   });
-  private readonly ttft = new Histogram({
+  private readonly ttft = new HotHistogram({
     name: "agentserve_ttft_seconds",
     help: "Time to first token of streamed responses (first content chunk from the engine)",
-    labelNames: ["tier"] as const,
+    labelName: "tier",
     buckets: LATENCY_BUCKETS_SECONDS,
     registers: [this.registry],
   });
@@ -253,8 +266,6 @@ export class GatewayMetrics implements AffinityRecorder {
     registers: [this.registry],
   });
 
-  private readonly durationChildren = new ChildCache((tier) => this.duration.labels(tier));
-  private readonly ttftChildren = new ChildCache((tier) => this.ttft.labels(tier));
   constructor(source: GaugeSource) {
     const registers = [this.registry];
     this.bindingStoreUp.set(1);
@@ -361,11 +372,11 @@ export class GatewayMetrics implements AffinityRecorder {
   }
 
   hit(tier: string): void {
-    this.affinityHits.add(tier, () => ({ tier }));
+    this.affinityHits.add(1, tier);
   }
 
   miss(tier: string): void {
-    this.affinityMisses.add(tier, () => ({ tier }));
+    this.affinityMisses.add(1, tier);
   }
 
   broken(tier: string, count: number): void {
@@ -377,7 +388,7 @@ export class GatewayMetrics implements AffinityRecorder {
   }
 
   selection(tier: string, reason: string): void {
-    this.selections.add(`${tier}\u0000${reason}`, () => ({ tier, reason }));
+    this.selections.add(1, tier, reason);
   }
 
   retry(tier: string): void {
@@ -401,25 +412,17 @@ export class GatewayMetrics implements AffinityRecorder {
   }
 
   requestDone(tier: string, backend: string, status: number, durationSeconds: number): void {
-    this.requests.add(`${tier}\u0000${backend}\u0000${status}`, () => ({
-      tier,
-      backend,
-      status: String(status),
-    }));
-    this.durationChildren.get(tier).observe(durationSeconds);
+    this.requests.add(1, tier, backend, status);
+    this.duration.labels(tier).observe(durationSeconds);
   }
 
   tokens(
     tier: string,
     usage: { promptTokens: number; cachedTokens: number; completionTokens: number },
   ): void {
-    this.tokenCounts.add(`${tier}\u0000prompt`, () => ({ tier, kind: "prompt" }), usage.promptTokens);
-    this.tokenCounts.add(`${tier}\u0000cached`, () => ({ tier, kind: "cached" }), usage.cachedTokens);
-    this.tokenCounts.add(
-      `${tier}\u0000completion`,
-      () => ({ tier, kind: "completion" }),
-      usage.completionTokens,
-    );
+    this.tokenCounts.add(usage.promptTokens, tier, "prompt");
+    this.tokenCounts.add(usage.cachedTokens, tier, "cached");
+    this.tokenCounts.add(usage.completionTokens, tier, "completion");
   }
 
   /** One turn's route receipt (src/receipts): reusable, cached and lost tokens, under the receipt's cause. */
@@ -431,13 +434,13 @@ export class GatewayMetrics implements AffinityRecorder {
     lostCause: string;
   }): void {
     const { tier, lostCause: cause } = receipt;
-    const key = `${tier}\u0000${cause}`;
-    let counts = this.prefixTokenCounts.get(key);
+    let byCause = this.prefixTokenCounts.get(tier);
+    if (byCause === undefined) this.prefixTokenCounts.set(tier, (byCause = new Map()));
+    let counts = byCause.get(cause);
     if (counts === undefined) {
-      const count = (kind: string): { value: number } =>
-        this.prefixTokens.entry(`${key}\u0000${kind}`, () => ({ tier, kind, cause }));
+      const count = (kind: string): HotCount => this.prefixTokens.count(tier, kind, cause);
       counts = { reusable: count("reusable"), cached: count("cached"), lost: count("lost") };
-      this.prefixTokenCounts.set(key, counts);
+      byCause.set(cause, counts);
     }
     counts.reusable.value += receipt.reusableTokens;
     counts.cached.value += receipt.cachedTokens;
@@ -459,7 +462,7 @@ export class GatewayMetrics implements AffinityRecorder {
   }
 
   firstToken(tier: string, seconds: number): void {
-    this.ttftChildren.get(tier).observe(seconds);
+    this.ttft.labels(tier).observe(seconds);
   }
 
   classifier(outcome: string, seconds: number | undefined): void {
@@ -475,10 +478,10 @@ export class GatewayMetrics implements AffinityRecorder {
     for (const reason of KNOWN_REFUSALS) this.rejections.labels(reason).inc(0);
     for (const outcome of CLASSIFIER_OUTCOMES) this.classifierRequests.labels(outcome).inc(0);
     for (const tier of tiers) {
-      this.duration.zero({ tier });
-      this.ttft.zero({ tier });
-      this.affinityHits.add(tier, () => ({ tier }), 0);
-      this.affinityMisses.add(tier, () => ({ tier }), 0);
+      this.duration.labels(tier);
+      this.ttft.labels(tier);
+      this.affinityHits.add(0, tier);
+      this.affinityMisses.add(0, tier);
       this.affinityBroken.labels(tier).inc(0);
       this.affinitySpills.labels(tier).inc(0);
       this.retries.labels(tier).inc(0);
