@@ -172,10 +172,15 @@ export class PlacementService {
       if (decision.outcome === "spill") this.recorder.spill(tier);
     }
     const backendId = decision.selection.backend.id;
-    const expected = cachedTokens?.get(backendId);
-    if (expected === undefined || kv === undefined) return decision.selection;
-    // The prompt's blocks count as held on its engine until its events report them (src/kv-events).
+    const held = cachedTokens?.get(backendId);
+    if (held === undefined || kv === undefined) return decision.selection;
     const blocks = blocksOf(blockSizeFor(kv, backendId));
+    // What it holds now, less what it will evict for the work sent there before this request.
+    const expected =
+      blocks === undefined
+        ? held
+        : kv.forecastHeld(backendId, blocks, held, activeTokens?.get(backendId) ?? 0);
+    // The prompt's blocks count as held on its engine until its events report them (src/kv-events).
     const releaseKvPending = blocks === undefined ? undefined : kv.sent(backendId, blocks);
     return releaseKvPending === undefined
       ? { ...decision.selection, expectedCachedTokens: expected }

@@ -254,6 +254,41 @@ describe("KvCacheView with a hand-driven publisher", () => {
     expect(view.sent("nope", other)).toBeUndefined();
   });
 
+  it("forecasts the blocks an engine that has filled up will evict before it schedules the request", async () => {
+    const publisher = await handPublisher();
+    const { view, applied } = makeView(new ManualClock(1_000));
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    const other = Array.from({ length: 64 }, (_, i) => 5000 + i);
+    const otherBlocks = promptBlocksOf([...other, 1], 16, undefined);
+    // BLOCKS' chain stored first, then another prompt's: BLOCKS is the least recently used.
+    await publisher.publish(0n, [stored([11n, 12n, 13n, 14n], null, TOKENS)]);
+    await publisher.publish(1n, [stored([21n, 22n, 23n, 24n], null, other)]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
+    // An engine that never evicted has room to spare: 10k tokens of work ahead evict nothing.
+    expect(view.forecastHeld("e1", BLOCKS, 64, 10_000)).toBe(64);
+
+    // It evicted one block: its capacity is the 8 it held, one is spare. 2 blocks of work ahead evict one more,
+    // the oldest: BLOCKS' first.
+    await publisher.publish(2n, [{ type: "BlockRemoved", blockHashes: [24n], medium: "GPU", groupIdx: 0 }]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 2);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(0);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 16)).toBe(64);
+
+    // A request reusing BLOCKS ended: its blocks are the most recent, the other prompt's go first.
+    view.sent("e1", BLOCKS)!();
+    expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(64);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 4 * 16 + 16)).toBe(48); // tail first, as vLLM frees
+
+    // While a request holding the other prompt runs there, its blocks cannot be evicted: BLOCKS' tail goes.
+    const release = view.sent("e1", otherBlocks);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(48);
+    // Its end makes the other prompt the most recent: BLOCKS is the oldest again, its tail first.
+    release!();
+    expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(48);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 5 * 16)).toBe(0);
+  });
+
   it("says nothing of engines without events", () => {
     const { view } = makeView();
     expect(view.held("nope", BLOCKS, "s1")).toBeUndefined();
