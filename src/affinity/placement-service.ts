@@ -1,6 +1,6 @@
 // The placement service: looks the session's binding up, lets the pure decision place, applies its effects, records it.
 import type { Clock } from "../core/clock.js";
-import { activeTokensOf, blockSizeFor, cachedTokensOf } from "../kv-events/cached-tokens.js";
+import { activeTokensOf, blockSizeFor, cachedTokensOf, promptTokensOf } from "../kv-events/cached-tokens.js";
 import type { KvCacheView } from "../kv-events/kv-cache-view.js";
 import type { Balancer } from "./balancers.js";
 import type { BindingLookup, BindingStore } from "./binding-store.js";
@@ -162,6 +162,10 @@ export class PlacementService {
       nowMs,
       cachedTokens,
       activeTokens,
+      promptTokens:
+        kv === undefined || cachedTokens === undefined
+          ? undefined
+          : promptTokensOf(kv, candidateIds(candidates), blocksOf),
     });
     if (decision.effects.length > 0) await this.store.apply(decision.effects, nowMs);
     if (decision.selection === undefined) return undefined;
