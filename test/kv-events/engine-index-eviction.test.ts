@@ -4,23 +4,10 @@ import { describe, expect, it } from "vitest";
 import { EngineIndex } from "../../src/kv-events/engine-index.js";
 import { promptBlocksOf } from "../../src/kv-events/prompt-blocks.js";
 import type { BlockRemoved, BlockStored } from "../../src/kv-events/wire.js";
+import { storedEvent } from "./stored-event.js";
 
 function stored(hashes: bigint[], parent: bigint | null, tokens: readonly number[]): BlockStored {
-  return {
-    type: "BlockStored",
-    blockHashes: hashes,
-    parentBlockHash: parent,
-    tokenIds: [...tokens],
-    blockSize: 4,
-    loraId: null,
-    medium: "GPU",
-    loraName: null,
-    extraKeys: null,
-    groupIdx: 0,
-    kvCacheSpecKind: "full_attention",
-    kvCacheSpecSlidingWindow: null,
-    sessionId: null,
-  };
+  return storedEvent(hashes, parent, tokens, 4);
 }
 
 function removed(hashes: bigint[]): BlockRemoved {

@@ -16,6 +16,7 @@ import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { Encoder } from "@msgpack/msgpack";
 import { ManualClock } from "../../src/core/clock.js";
+import { storedEvent } from "./stored-event.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -54,21 +55,7 @@ function stored(
   tokens: number[],
   sessionId: string | null = null,
 ): BlockStored {
-  return {
-    type: "BlockStored",
-    blockHashes: hashes,
-    parentBlockHash: parent,
-    tokenIds: tokens,
-    blockSize: 16,
-    loraId: null,
-    medium: "GPU",
-    loraName: null,
-    extraKeys: null,
-    groupIdx: 0,
-    kvCacheSpecKind: "full_attention",
-    kvCacheSpecSlidingWindow: null,
-    sessionId,
-  };
+  return storedEvent(hashes, parent, tokens, 16, sessionId);
 }
 
 /** A publisher driven by hand, with a replay socket serving what it kept. */
