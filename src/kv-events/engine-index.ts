@@ -51,7 +51,7 @@ export class EngineIndex {
    * (forecastRun() walks it as the engine's free queue evicts).
    */
   private readonly recency = new Map<number, undefined>();
-  /** Most blocks held at once before the engine's first eviction: its capacity, as far as events tell. */
+  /** Most blocks held at once: the engine's capacity as far as its events tell (read once it has evicted). */
   private peakBlocks = 0;
   /** Whether the engine has evicted a block (its cache filled up): until then it has free blocks to spare. */
   private evicting = false;

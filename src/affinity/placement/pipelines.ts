@@ -64,9 +64,9 @@ export const kvPlacePipeline: Pipeline = {
 };
 
 /**
- * Where a bound session may move by what engines hold: the cheapest engine. No load bound: the cost already weighs the
- * work queued on each engine in the same unit as the cache it saves, where the bound counts requests, so it
- * would send a 150k-token conversation away from its cache because its engine runs one more short request.
+ * Where a bound session may move by what engines hold: the cheapest engine. No load bound: the cost already
+ * weighs the work queued on each engine in the same unit as the cache it saves, where the bound counts requests,
+ * so it would send a 150k-token conversation away from its cache because its engine runs one more short request.
  */
 export const kvCostPipeline: Pipeline = {
   filters: [eligibleFilter],
