@@ -101,6 +101,8 @@ export interface PlacementInput<T extends SchedulingCandidate> {
   readonly cachedTokens?: ReadonlyMap<string, number> | undefined;
   /** Prompt tokens each such engine has still to compute for requests sent to it (src/kv-events). */
   readonly activeTokens?: ReadonlyMap<string, number> | undefined;
+  /** The prompt's length in tokens, when the gateway renders it for KV events. */
+  readonly promptTokens?: number | undefined;
 }
 
 /** How the decision is counted: a hit of the session's binding, a miss, or a spill (a miss that kept it). */
@@ -322,6 +324,7 @@ function kvContext<T extends SchedulingCandidate>(
     exclude,
     cachedTokens,
     activeTokens: input.activeTokens,
+    promptTokens: input.promptTokens,
     loadFactor: settings.loadFactor,
     nowMs: input.nowMs,
     engineSignalMaxAgeMs: settings.engineSignalMaxAgeMs,

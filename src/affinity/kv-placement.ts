@@ -4,8 +4,10 @@
 // the request must prefill there (the prompt less the prefix the engine holds, pending blocks included) plus the
 // prefill work already sent there and not yet done. Equal costs go to the least loaded engine, then by the key's
 // rendezvous order, so engines holding the same prefix (the shared system prompt) share the new sessions.
-// - A request without a session goes to the cheapest engine.
-// - A session being placed (new, rebinding, failing over) goes to the cheapest engine.
+// - A request without a session goes to the cheapest engine, as does a session being placed (new, rebinding,
+//   failing over), of the engines within the load bound or holding half its prompt or more
+//   (placement/filter-kv-bounded-load.ts): a new conversation's shared prefix does not pull it onto a loaded
+//   engine, a continued one stays with its cache.
 // - A bound session leaves its engine only for one that holds at least `move_min_tokens` more of its prompt and
 //   costs less (its engine evicted it, or its blocks are elsewhere): one more prefill on its own engine costs
 //   less than scattering sessions, and a move for load alone would strand the session's cache.
@@ -17,7 +19,8 @@ import type { SchedulingCandidate } from "./decide.js";
 import type { Hash64 } from "./hash.js";
 import { placementState } from "./placement/load.js";
 import { runPipeline } from "./placement/pipeline.js";
-import { kvCostPipeline, kvSpillPipeline } from "./placement/pipelines.js";
+import { kvCostPipeline, kvPlacePipeline, kvSpillPipeline } from "./placement/pipelines.js";
+import type { Pipeline } from "./placement/types.js";
 import { kvCostTokens } from "./placement/score-kv-cost.js";
 import type { PlacementRequest } from "./placement/types.js";
 
@@ -31,6 +34,7 @@ export interface KvPlacementContext<T extends SchedulingCandidate> {
   readonly exclude: ReadonlySet<string>;
   readonly cachedTokens: ReadonlyMap<string, number>;
   readonly activeTokens: ReadonlyMap<string, number> | undefined;
+  readonly promptTokens?: number | undefined;
   readonly loadFactor: number;
   readonly nowMs: number;
   readonly engineSignalMaxAgeMs: number;
@@ -55,13 +59,14 @@ function requestOf<T extends SchedulingCandidate>(context: KvPlacementContext<T>
     exclude: context.exclude,
     cachedTokens: context.cachedTokens,
     activeTokens: context.activeTokens,
+    promptTokens: context.promptTokens,
   };
 }
 
 function cheapest<T extends SchedulingCandidate>(
   context: KvPlacementContext<T>,
   key: Hash64,
-  spill: boolean,
+  pipeline: Pipeline,
   candidates: readonly T[] = context.candidates,
 ): T | undefined {
   const state = placementState(key, context.candidates, {
@@ -69,7 +74,7 @@ function cheapest<T extends SchedulingCandidate>(
     nowMs: context.nowMs,
     engineSignalMaxAgeMs: context.engineSignalMaxAgeMs,
   });
-  return runPipeline(spill ? kvSpillPipeline : kvCostPipeline, requestOf(context), state, candidates);
+  return runPipeline(pipeline, requestOf(context), state, candidates);
 }
 
 /** The request's cost on an engine (prompt tokens to compute plus work ahead, less the prompt's length). */
@@ -85,7 +90,7 @@ export function cheapestEngine<T extends SchedulingCandidate>(
   context: KvPlacementContext<T>,
   key: Hash64,
 ): T | undefined {
-  return cheapest(context, key, false);
+  return cheapest(context, key, kvPlacePipeline);
 }
 
 /**
@@ -97,7 +102,7 @@ export function cheaperSpill<T extends SchedulingCandidate>(
   key: Hash64,
   home: T,
 ): T | undefined {
-  const target = cheapest(context, key, true);
+  const target = cheapest(context, key, kvSpillPipeline);
   if (target === undefined || target.id === home.id) return undefined;
   return kvCostOf(context, target) < kvCostOf(context, home) ? target : undefined;
 }
@@ -120,7 +125,7 @@ export function betterHolder<T extends SchedulingCandidate>(
     (c) => c.id !== current.id && (context.cachedTokens.get(c.id) ?? 0) - here >= moveMinTokens,
   );
   if (holders.length === 0) return undefined;
-  const other = cheapest(context, key, needFreeSlot, holders);
+  const other = cheapest(context, key, needFreeSlot ? kvSpillPipeline : kvCostPipeline, holders);
   if (other === undefined) return undefined;
   return kvCostOf(context, other) < kvCostOf(context, current) ? other : undefined;
 }

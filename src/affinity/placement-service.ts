@@ -1,6 +1,6 @@
 // The placement service: looks the session's binding up, lets the pure decision place, applies its effects, records it.
 import type { Clock } from "../core/clock.js";
-import { activeTokensOf, blockSizeFor, cachedTokensOf } from "../kv-events/cached-tokens.js";
+import { activeTokensOf, blockSizeFor, cachedTokensOf, promptTokensOf } from "../kv-events/cached-tokens.js";
 import type { KvCacheView } from "../kv-events/kv-cache-view.js";
 import type { Balancer } from "./balancers.js";
 import type { BindingLookup, BindingStore } from "./binding-store.js";
@@ -162,6 +162,10 @@ export class PlacementService {
       nowMs,
       cachedTokens,
       activeTokens,
+      promptTokens:
+        kv === undefined || cachedTokens === undefined
+          ? undefined
+          : promptTokensOf(kv, candidateIds(candidates), blocksOf),
     });
     if (decision.effects.length > 0) await this.store.apply(decision.effects, nowMs);
     if (decision.selection === undefined) return undefined;
@@ -172,10 +176,15 @@ export class PlacementService {
       if (decision.outcome === "spill") this.recorder.spill(tier);
     }
     const backendId = decision.selection.backend.id;
-    const expected = cachedTokens?.get(backendId);
-    if (expected === undefined || kv === undefined) return decision.selection;
-    // The prompt's blocks count as held on its engine until its events report them (src/kv-events).
+    const held = cachedTokens?.get(backendId);
+    if (held === undefined || kv === undefined) return decision.selection;
     const blocks = blocksOf(blockSizeFor(kv, backendId));
+    // What it holds now, less what it will evict for the work sent there before this request.
+    const expected =
+      blocks === undefined
+        ? held
+        : kv.forecastHeld(backendId, blocks, held, activeTokens?.get(backendId) ?? 0);
+    // The prompt's blocks count as held on its engine until its events report them (src/kv-events).
     const releaseKvPending = blocks === undefined ? undefined : kv.sent(backendId, blocks);
     // Written out rather than spread (a spread plus new members costs microseconds in V8).
     const { backend, affinityHit, reason } = decision.selection;

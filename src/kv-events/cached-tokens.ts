@@ -38,6 +38,17 @@ export function cachedTokensOf(
   return held;
 }
 
+/** The prompt's length in tokens, when it renders for some candidate that publishes events. */
+export function promptTokensOf(
+  view: KvCacheView,
+  candidateIds: Iterable<string>,
+  blocksOf: ((blockSizeTokens: number) => PromptBlocks | undefined) | undefined,
+): number | undefined {
+  if (blocksOf === undefined) return undefined;
+  for (const id of candidateIds) if (view.has(id)) return blocksOf(blockSizeFor(view, id))?.promptTokens;
+  return undefined;
+}
+
 /**
  * Prompt tokens each candidate that publishes events has still to compute for what this gateway sent it (the
  * work ahead of the request there), or undefined when none of them publishes.

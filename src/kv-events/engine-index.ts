@@ -46,6 +46,15 @@ export class EngineIndex {
   private readonly contentKeys = new Map<number, number>();
   /** Session id -> content keys its requests stored, in chain order (bounded with the sessions map). */
   private readonly sessions = new Map<string, number[]>();
+  /**
+   * Content keys held, least recently used first: stored, or touched when a request that reused them ended
+   * (forecastRun() walks it as the engine's free queue evicts).
+   */
+  private readonly recency = new Map<number, undefined>();
+  /** Most blocks held at once: the engine's capacity as far as its events tell (read once it has evicted). */
+  private peakBlocks = 0;
+  /** Whether the engine has evicted a block (its cache filled up): until then it has free blocks to spare. */
+  private evicting = false;
   private orphanStores = 0;
   private droppedBlocks = 0;
   /** The engine's block size, learned from its events (0 until the first BlockStored). */
@@ -99,7 +108,10 @@ export class EngineIndex {
       }
       this.byEngineHash.set(key, contentKey);
       this.contentKeys.set(contentKey, (this.contentKeys.get(contentKey) ?? 0) + 1);
+      this.recency.delete(contentKey);
+      this.recency.set(contentKey, undefined);
     });
+    if (this.byEngineHash.size > this.peakBlocks) this.peakBlocks = this.byEngineHash.size;
     if (event.sessionId !== null) this.recordSession(event.sessionId, event.parentBlockHash, chain);
     this.enforceBound();
   }
@@ -107,6 +119,7 @@ export class EngineIndex {
   /** Applies a BlockRemoved: one copy of each named block is gone. */
   removed(event: BlockRemoved): void {
     if (event.medium !== null && event.medium !== "GPU") return;
+    this.evicting = true;
     for (const hash of event.blockHashes) {
       const key = engineHashKey(hash);
       const contentKey = this.byEngineHash.get(key);
@@ -124,6 +137,54 @@ export class EngineIndex {
     this.extraCopies.clear();
     this.contentKeys.clear();
     this.sessions.clear();
+    this.recency.clear();
+  }
+
+  /**
+   * A request that used the first `count` of these keys ended: the engine put its blocks back in its free queue,
+   * tail first (vLLM frees a request's blocks in reverse, so its tail is evicted before its prefix).
+   */
+  touch(keys: ArrayLike<number>, count: number): void {
+    for (let index = Math.min(count, keys.length) - 1; index >= 0; index--) {
+      const key = keys[index] as number;
+      if (!this.contentKeys.has(key)) continue;
+      this.recency.delete(key);
+      this.recency.set(key, undefined);
+    }
+  }
+
+  /**
+   * Blocks the engine has free without evicting anything, as far as its events tell: none known to be short
+   * (Infinity) until it first evicted, then its peak held count less what it holds now.
+   */
+  spareBlocks(): number {
+    return this.evicting ? Math.max(0, this.peakBlocks - this.byEngineHash.size) : Infinity;
+  }
+
+  /**
+   * How much of a held leading run of `keys` (the first `run`) is left after the engine evicts `evictions`
+   * blocks in least-recently-used order, skipping blocks `inUse` (referenced by a running request, which the
+   * engine cannot evict). Walks at most until the evictions are spent.
+   */
+  forecastRun(
+    keys: ArrayLike<number>,
+    run: number,
+    evictions: number,
+    inUse: (key: number) => boolean,
+  ): number {
+    if (evictions <= 0 || run <= 0) return run;
+    const position = new Map<number, number>();
+    for (let index = 0; index < run; index++) position.set(keys[index] as number, index);
+    let left = evictions;
+    let kept = run;
+    for (const key of this.recency.keys()) {
+      if (left <= 0) break;
+      if (inUse(key)) continue;
+      left -= 1;
+      const at = position.get(key);
+      if (at !== undefined && at < kept) kept = at;
+    }
+    return kept;
   }
 
   /** Whether the engine holds a block with this content key. */
@@ -170,8 +231,10 @@ export class EngineIndex {
     this.byEngineHash.delete(key);
     this.extraCopies.delete(key);
     const count = (this.contentKeys.get(contentKey) ?? 1) - 1;
-    if (count <= 0) this.contentKeys.delete(contentKey);
-    else this.contentKeys.set(contentKey, count);
+    if (count <= 0) {
+      this.contentKeys.delete(contentKey);
+      this.recency.delete(contentKey);
+    } else this.contentKeys.set(contentKey, count);
   }
 
   private enforceBound(): void {

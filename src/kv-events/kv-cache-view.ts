@@ -37,6 +37,8 @@ interface Subscription {
   readonly subscriber: EngineSubscriber;
   /** Prompts this gateway sent the engine whose blocks its events have not all reported yet. */
   readonly pending: PendingBlocks;
+  /** Content key -> requests of this gateway in flight there whose prompt holds it (the engine cannot evict it). */
+  readonly inFlight: Map<number, number>;
 }
 
 /** Ends a sent prompt's pending entry (its request ended); calling it twice is harmless. */
@@ -85,7 +87,7 @@ export class KvCacheView {
           for (const resolve of waiters) resolve();
         },
       });
-      this.subscriptions.set(backend.id, { backend, subscriber, pending });
+      this.subscriptions.set(backend.id, { backend, subscriber, pending, inFlight: new Map() });
     }
   }
 
@@ -128,8 +130,9 @@ export class KvCacheView {
 
   /**
    * The gateway sends this prompt to the engine: its blocks count as held there until its events report them,
-   * the returned release is called (the request ended), or the TTL passes. Undefined: nothing to track (the
-   * engine publishes no events, uses another block size, or holds all of it).
+   * the returned release is called (the request ended), or the TTL passes; until the release they are in use
+   * there (the engine cannot evict them), and at the release they become its most recently used. Undefined:
+   * nothing to track (the engine publishes no events, or uses another block size).
    */
   sent(backendId: string, blocks: PromptBlocks): ReleasePending | undefined {
     const subscription = this.subscriptions.get(backendId);
@@ -137,9 +140,41 @@ export class KvCacheView {
     const size = subscription.subscriber.index.blockSizeTokens;
     if (size !== 0 && size !== blocks.blockSizeTokens) return undefined;
     const held = this.matchedWithPending(subscription, blocks);
-    const { pending } = subscription;
+    const { pending, inFlight, subscriber } = subscription;
     const id = pending.add(blocks, held, this.clock.nowMs());
-    return id === undefined ? undefined : () => pending.release(id);
+    const keys = blocks.keys;
+    for (const key of keys) inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (id !== undefined) pending.release(id);
+      for (const key of keys) {
+        const count = (inFlight.get(key) ?? 1) - 1;
+        if (count <= 0) inFlight.delete(key);
+        else inFlight.set(key, count);
+      }
+      subscriber.index.touch(keys, keys.length);
+    };
+  }
+
+  /**
+   * What the engine will still hold of `heldTokens` (a leading run of the prompt, as held() said) when it
+   * schedules the request, behind `aheadTokens` of prefill sent before it: an engine that has filled its cache
+   * evicts its least recently used blocks to make room for that work, and the prompt's own may be among them
+   * (src/kv-events/engine-index.ts, forecastRun). Unchanged while the engine has never evicted.
+   */
+  forecastHeld(backendId: string, blocks: PromptBlocks, heldTokens: number, aheadTokens: number): number {
+    const subscription = this.subscriptions.get(backendId);
+    if (subscription === undefined || aheadTokens <= 0) return heldTokens;
+    const { index } = subscription.subscriber;
+    const size = blocks.blockSizeTokens;
+    const evictions = Math.ceil(aheadTokens / size) - index.spareBlocks();
+    if (!(evictions > 0)) return heldTokens;
+    const run = Math.floor(heldTokens / size);
+    const inFlight = subscription.inFlight;
+    const kept = index.forecastRun(blocks.keys, run, evictions, (key) => inFlight.has(key));
+    return kept * size;
   }
 
   /**

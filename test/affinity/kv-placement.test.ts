@@ -30,6 +30,7 @@ function decide(
   cachedTokens: Record<string, number> | undefined,
   sessionId: string | null = "s-1",
   activeTokens: Record<string, number> = {},
+  promptTokens?: number,
 ) {
   return decidePlacement(settings(), {
     sessionId: sessionId ?? undefined,
@@ -41,6 +42,7 @@ function decide(
     nowMs: NOW_MS,
     cachedTokens: cachedTokens === undefined ? undefined : new Map(Object.entries(cachedTokens)),
     activeTokens: new Map(Object.entries(activeTokens)),
+    promptTokens,
   });
 }
 
@@ -79,6 +81,22 @@ describe("placement by KV events", () => {
       { "engine-0": 600 },
     );
     expect(decision.selection).toMatchObject({ backend: { id: "engine-0" }, reason: "kv_prefix" });
+  });
+
+  it("a new conversation keeps to the load bound: a shared prefix does not pull it onto a loaded engine", () => {
+    const list = [candidate("engine-0", { inflight: 6 }), candidate("engine-1"), candidate("engine-2")];
+    const shared = { "engine-0": 20_000, "engine-1": 0, "engine-2": 0 };
+    // engine-0's cost (0 - 2 x 20,000) is the lowest, but it is past the bound (1.25 x 7 / 3 = 3).
+    for (const sessionId of [null, "s-new"]) {
+      const decision = decide(undefined, list, shared, sessionId, {}, 100_000);
+      expect(decision.selection?.backend.id).not.toBe("engine-0");
+    }
+    // Its own conversation (most of the prompt) keeps it there, load or not.
+    const own = { "engine-0": 90_000, "engine-1": 20_000, "engine-2": 0 };
+    expect(decide(undefined, list, own, null, {}, 100_000).selection).toMatchObject({
+      backend: { id: "engine-0" },
+      reason: "kv_prefix",
+    });
   });
 
   it("spreads requests over engines holding the same prefix: the least work first, then the fewest requests", () => {

@@ -16,6 +16,7 @@ import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { Encoder } from "@msgpack/msgpack";
 import { ManualClock } from "../../src/core/clock.js";
+import { storedEvent } from "./stored-event.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -54,21 +55,7 @@ function stored(
   tokens: number[],
   sessionId: string | null = null,
 ): BlockStored {
-  return {
-    type: "BlockStored",
-    blockHashes: hashes,
-    parentBlockHash: parent,
-    tokenIds: tokens,
-    blockSize: 16,
-    loraId: null,
-    medium: "GPU",
-    loraName: null,
-    extraKeys: null,
-    groupIdx: 0,
-    kvCacheSpecKind: "full_attention",
-    kvCacheSpecSlidingWindow: null,
-    sessionId,
-  };
+  return storedEvent(hashes, parent, tokens, 16, sessionId);
 }
 
 /** A publisher driven by hand, with a replay socket serving what it kept. */
@@ -252,6 +239,41 @@ describe("KvCacheView with a hand-driven publisher", () => {
     clock.advance(1);
     expect(view.held("e1", other, undefined)?.tokens).toBe(32);
     expect(view.sent("nope", other)).toBeUndefined();
+  });
+
+  it("forecasts the blocks an engine that has filled up will evict before it schedules the request", async () => {
+    const publisher = await handPublisher();
+    const { view, applied } = makeView(new ManualClock(1_000));
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    const other = Array.from({ length: 64 }, (_, i) => 5000 + i);
+    const otherBlocks = promptBlocksOf([...other, 1], 16, undefined);
+    // BLOCKS' chain stored first, then another prompt's: BLOCKS is the least recently used.
+    await publisher.publish(0n, [stored([11n, 12n, 13n, 14n], null, TOKENS)]);
+    await publisher.publish(1n, [stored([21n, 22n, 23n, 24n], null, other)]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
+    // An engine that never evicted has room to spare: 10k tokens of work ahead evict nothing.
+    expect(view.forecastHeld("e1", BLOCKS, 64, 10_000)).toBe(64);
+
+    // It evicted one block: its capacity is the 8 it held, one is spare. 2 blocks of work ahead evict one more,
+    // the oldest: BLOCKS' first.
+    await publisher.publish(2n, [{ type: "BlockRemoved", blockHashes: [24n], medium: "GPU", groupIdx: 0 }]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 2);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(0);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 16)).toBe(64);
+
+    // A request reusing BLOCKS ended: its blocks are the most recent, the other prompt's go first.
+    view.sent("e1", BLOCKS)!();
+    expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(64);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 4 * 16 + 16)).toBe(48); // tail first, as vLLM frees
+
+    // While a request holding the other prompt runs there, its blocks cannot be evicted: BLOCKS' tail goes.
+    const release = view.sent("e1", otherBlocks);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(48);
+    // Its end makes the other prompt the most recent: BLOCKS is the oldest again, its tail first.
+    release!();
+    expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(48);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 5 * 16)).toBe(0);
   });
 
   it("says nothing of engines without events", () => {

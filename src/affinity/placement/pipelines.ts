@@ -2,6 +2,7 @@
 import { boundedLoadFilter } from "./filter-bounded-load.js";
 import { eligibleFilter } from "./filter-eligible.js";
 import { freeSlotFilter } from "./filter-free-slot.js";
+import { kvBoundedLoadFilter } from "./filter-kv-bounded-load.js";
 import { maxScorePicker } from "./pick-max-score.js";
 import { freeSlotScorer } from "./score-free-slot.js";
 import { kvCostScorer } from "./score-kv-cost.js";
@@ -53,9 +54,19 @@ const byKvCost = [
 ] as const;
 
 /**
- * Where a request goes by what engines hold: the cheapest engine. No load bound: the cost already weighs the
- * work queued on each engine in the same unit as the cache it saves, where the bound counts requests, so it
- * would send a 150k-token conversation away from its cache because its engine runs one more short request.
+ * Where a new placement goes by what engines hold (a session being placed, a request without a session): the
+ * cheapest engine within the load bound, or holding most of the prompt (filter-kv-bounded-load.ts).
+ */
+export const kvPlacePipeline: Pipeline = {
+  filters: [eligibleFilter, kvBoundedLoadFilter],
+  scorers: byKvCost,
+  picker: maxScorePicker,
+};
+
+/**
+ * Where a bound session may move by what engines hold: the cheapest engine. No load bound: the cost already
+ * weighs the work queued on each engine in the same unit as the cache it saves, where the bound counts requests,
+ * so it would send a 150k-token conversation away from its cache because its engine runs one more short request.
  */
 export const kvCostPipeline: Pipeline = {
   filters: [eligibleFilter],

@@ -46,6 +46,8 @@ export interface PlacementRequest {
    * (src/kv-events/pending-blocks.ts): the prefill work ahead of this request there.
    */
   readonly activeTokens?: ReadonlyMap<string, number> | undefined;
+  /** The prompt's length in tokens, when the gateway renders it (src/kv-events/prompt-blocks.ts). */
+  readonly promptTokens?: number | undefined;
 }
 
 /**

@@ -5,6 +5,7 @@ import { hashString } from "../../../src/affinity/hash.js";
 import { boundedLoadFilter } from "../../../src/affinity/placement/filter-bounded-load.js";
 import { eligibleFilter } from "../../../src/affinity/placement/filter-eligible.js";
 import { freeSlotFilter } from "../../../src/affinity/placement/filter-free-slot.js";
+import { kvBoundedLoadFilter } from "../../../src/affinity/placement/filter-kv-bounded-load.js";
 import { hasFreeSlot, loadBound, loadOf } from "../../../src/affinity/placement/load.js";
 import { maxScorePicker } from "../../../src/affinity/placement/pick-max-score.js";
 import { clampScore, runPipeline } from "../../../src/affinity/placement/pipeline.js";
@@ -33,6 +34,7 @@ const request = (exclude: string[] = []): PlacementRequest => ({
 filterContract("eligibleFilter", eligibleFilter);
 filterContract("boundedLoadFilter", boundedLoadFilter);
 filterContract("freeSlotFilter", freeSlotFilter);
+filterContract("kvBoundedLoadFilter", kvBoundedLoadFilter);
 scorerContract("rendezvousScorer", rendezvousScorer);
 scorerContract("queueScorer", queueScorer);
 scorerContract("kvCacheScorer", kvCacheScorer);
@@ -90,6 +92,45 @@ describe("kvCostScorer, leastLoadScorer and kvCostPipeline (placement by KV even
         },
       ),
     );
+  });
+});
+
+describe("kvBoundedLoadFilter (new placements by KV events)", () => {
+  const held = (tokens: Record<string, number>, promptTokens: number | undefined): PlacementRequest => ({
+    ...request(),
+    cachedTokens: new Map(Object.entries(tokens)),
+    promptTokens,
+  });
+
+  it("keeps the backends within the load bound, and those holding at least half the prompt", () => {
+    fc.assert(
+      fc.property(
+        candidatesArb(),
+        keyArb,
+        loadFactorArb,
+        fc.array(fc.integer({ min: 0, max: 200_000 }), { minLength: 16, maxLength: 16 }),
+        fc.integer({ min: 1, max: 200_000 }),
+        (list, key, c, numbers, prompt) => {
+          const state = stateOf(key, list, c);
+          const tokens: Record<string, number> = {};
+          list.forEach((cand, i) => (tokens[cand.id] = numbers[i % 16]!));
+          const kept = kvBoundedLoadFilter(held(tokens, prompt), state, list);
+          const within = boundedLoadFilter(request(), state, list);
+          for (const cand of list)
+            expect(kept.includes(cand)).toBe(within.includes(cand) || 2 * tokens[cand.id]! >= prompt);
+        },
+      ),
+    );
+  });
+
+  it("keeps a loaded engine holding a conversation, drops one holding only a shared prefix", () => {
+    const list = [candidate("a", { inflight: 6 }), candidate("b"), candidate("c")];
+    const state = stateOf(KEY, list, 1.25);
+    const ids = (r: PlacementRequest) => kvBoundedLoadFilter(r, state, list).map((x) => x.id);
+    expect(ids(held({ a: 90_000 }, 100_000))).toEqual(["a", "b", "c"]);
+    expect(ids(held({ a: 20_000 }, 100_000))).toEqual(["b", "c"]);
+    // Matched by session only (no prompt length): what an engine holds is the session's own conversation.
+    expect(ids(held({ a: 16 }, undefined))).toEqual(["a", "b", "c"]);
   });
 });
 
