@@ -9,6 +9,7 @@ import { parseArgs } from "node:util";
 import { EngineIndex } from "../../src/kv-events/engine-index.js";
 import type { BlockStored } from "../../src/kv-events/wire.js";
 import { gc, machine } from "../affinity/common.js";
+import { storedEvent } from "../../test/kv-events/stored-event.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -35,22 +36,9 @@ function event(first: number): BlockStored {
     hashes.push((0x9e3779b97f4a7c15n * BigInt(b + 1)) & 0xffffffffffffffffn);
     for (let t = 0; t < BLOCK_SIZE; t++) tokens.push((b * 31 + t * 7) % 151_643);
   }
-  const sessionStart = first % PER_SESSION === 0;
-  return {
-    type: "BlockStored",
-    blockHashes: hashes,
-    parentBlockHash: sessionStart ? null : (0x9e3779b97f4a7c15n * BigInt(first)) & 0xffffffffffffffffn,
-    tokenIds: tokens,
-    blockSize: BLOCK_SIZE,
-    loraId: null,
-    medium: "GPU",
-    loraName: null,
-    extraKeys: null,
-    groupIdx: 0,
-    kvCacheSpecKind: "full_attention",
-    kvCacheSpecSlidingWindow: null,
-    sessionId: `session-${Math.floor(first / PER_SESSION)}`,
-  };
+  const parent =
+    first % PER_SESSION === 0 ? null : (0x9e3779b97f4a7c15n * BigInt(first)) & 0xffffffffffffffffn;
+  return storedEvent(hashes, parent, tokens, BLOCK_SIZE, `session-${Math.floor(first / PER_SESSION)}`);
 }
 
 console.log(
