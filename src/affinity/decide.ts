@@ -101,6 +101,8 @@ export interface PlacementInput<T extends SchedulingCandidate> {
   readonly cachedTokens?: ReadonlyMap<string, number> | undefined;
   /** Prompt tokens each such engine has still to compute for requests sent to it (src/kv-events). */
   readonly activeTokens?: ReadonlyMap<string, number> | undefined;
+  /** Prompt tokens each such engine can take before it evicts what it holds (src/kv-events). */
+  readonly roomTokens?: ReadonlyMap<string, number> | undefined;
   /** The prompt's length in tokens, when the gateway renders it for KV events. */
   readonly promptTokens?: number | undefined;
 }
@@ -324,6 +326,7 @@ function kvContext<T extends SchedulingCandidate>(
     exclude,
     cachedTokens,
     activeTokens: input.activeTokens,
+    roomTokens: input.roomTokens,
     promptTokens: input.promptTokens,
     loadFactor: settings.loadFactor,
     nowMs: input.nowMs,

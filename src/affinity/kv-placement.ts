@@ -34,6 +34,7 @@ export interface KvPlacementContext<T extends SchedulingCandidate> {
   readonly exclude: ReadonlySet<string>;
   readonly cachedTokens: ReadonlyMap<string, number>;
   readonly activeTokens: ReadonlyMap<string, number> | undefined;
+  readonly roomTokens?: ReadonlyMap<string, number> | undefined;
   readonly promptTokens?: number | undefined;
   readonly loadFactor: number;
   readonly nowMs: number;
@@ -59,6 +60,7 @@ function requestOf<T extends SchedulingCandidate>(context: KvPlacementContext<T>
     exclude: context.exclude,
     cachedTokens: context.cachedTokens,
     activeTokens: context.activeTokens,
+    roomTokens: context.roomTokens,
     promptTokens: context.promptTokens,
   };
 }

@@ -1,6 +1,12 @@
 // The placement service: looks the session's binding up, lets the pure decision place, applies its effects, records it.
 import type { Clock } from "../core/clock.js";
-import { activeTokensOf, blockSizeFor, cachedTokensOf, promptTokensOf } from "../kv-events/cached-tokens.js";
+import {
+  activeTokensOf,
+  blockSizeFor,
+  cachedTokensOf,
+  promptTokensOf,
+  roomTokensOf,
+} from "../kv-events/cached-tokens.js";
 import type { KvCacheView } from "../kv-events/kv-cache-view.js";
 import type { Balancer } from "./balancers.js";
 import type { BindingLookup, BindingStore } from "./binding-store.js";
@@ -162,6 +168,10 @@ export class PlacementService {
       nowMs,
       cachedTokens,
       activeTokens,
+      roomTokens:
+        kv === undefined || cachedTokens === undefined
+          ? undefined
+          : roomTokensOf(kv, candidateIds(candidates)),
       promptTokens:
         kv === undefined || cachedTokens === undefined
           ? undefined

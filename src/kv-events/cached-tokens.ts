@@ -49,6 +49,19 @@ export function promptTokensOf(
   return undefined;
 }
 
+/** One number per candidate that publishes events, or undefined when none of them does. */
+function perEngine(
+  candidateIds: Iterable<string>,
+  of: (backendId: string) => number | undefined,
+): Map<string, number> | undefined {
+  let out: Map<string, number> | undefined;
+  for (const id of candidateIds) {
+    const tokens = of(id);
+    if (tokens !== undefined) (out ??= new Map()).set(id, tokens);
+  }
+  return out;
+}
+
 /**
  * Prompt tokens each candidate that publishes events has still to compute for what this gateway sent it (the
  * work ahead of the request there), or undefined when none of them publishes.
@@ -57,10 +70,13 @@ export function activeTokensOf(
   view: KvCacheView,
   candidateIds: Iterable<string>,
 ): Map<string, number> | undefined {
-  let active: Map<string, number> | undefined;
-  for (const id of candidateIds) {
-    const tokens = view.activeTokens(id);
-    if (tokens !== undefined) (active ??= new Map()).set(id, tokens);
-  }
-  return active;
+  return perEngine(candidateIds, (id) => view.activeTokens(id));
+}
+
+/** Prompt tokens each candidate that publishes events can take before it evicts (kv-cache-view.ts, roomTokens). */
+export function roomTokensOf(
+  view: KvCacheView,
+  candidateIds: Iterable<string>,
+): Map<string, number> | undefined {
+  return perEngine(candidateIds, (id) => view.roomTokens(id));
 }

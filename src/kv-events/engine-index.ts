@@ -162,6 +162,16 @@ export class EngineIndex {
   }
 
   /**
+   * Blocks the engine can still store before it must evict, as far as the gateway knows: its capacity (the most
+   * it held before it first evicted; until then `maxBlocks`, the bound the operator sets to the engine's cache)
+   * less what it holds.
+   */
+  roomBlocks(): number {
+    const capacity = this.evicting ? Math.min(this.peakBlocks, this.maxBlocks) : this.maxBlocks;
+    return Math.max(0, capacity - this.byEngineHash.size);
+  }
+
+  /**
    * How much of a held leading run of `keys` (the first `run`) is left after the engine evicts `evictions`
    * blocks in least-recently-used order, skipping blocks `inUse` (referenced by a running request, which the
    * engine cannot evict). Walks at most until the evictions are spent.

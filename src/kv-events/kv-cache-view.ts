@@ -185,6 +185,20 @@ export class KvCacheView {
     return this.subscriptions.get(backendId)?.pending.remainingTokens(this.clock.nowMs());
   }
 
+  /**
+   * Prompt tokens the engine can take before it must evict what it holds: its room (engine-index.ts, roomBlocks)
+   * less the prefill this gateway sent it and not yet seen stored. Undefined when it publishes no events or has
+   * not yet said its block size.
+   */
+  roomTokens(backendId: string): number | undefined {
+    const subscription = this.subscriptions.get(backendId);
+    if (subscription === undefined) return undefined;
+    const { index } = subscription.subscriber;
+    if (index.blockSizeTokens === 0) return undefined;
+    const ahead = subscription.pending.remainingTokens(this.clock.nowMs());
+    return Math.max(0, index.roomBlocks() * index.blockSizeTokens - ahead);
+  }
+
   stats(): { backendId: string; blocks: number; subscriber: Readonly<SubscriberStats> }[] {
     return [...this.subscriptions.values()].map(({ backend, subscriber }) => ({
       backendId: backend.id,

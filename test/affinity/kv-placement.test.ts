@@ -31,6 +31,7 @@ function decide(
   sessionId: string | null = "s-1",
   activeTokens: Record<string, number> = {},
   promptTokens?: number,
+  roomTokens?: Record<string, number>,
 ) {
   return decidePlacement(settings(), {
     sessionId: sessionId ?? undefined,
@@ -43,6 +44,7 @@ function decide(
     cachedTokens: cachedTokens === undefined ? undefined : new Map(Object.entries(cachedTokens)),
     activeTokens: new Map(Object.entries(activeTokens)),
     promptTokens,
+    roomTokens: roomTokens === undefined ? undefined : new Map(Object.entries(roomTokens)),
   });
 }
 
@@ -94,6 +96,32 @@ describe("placement by KV events", () => {
     // Its own conversation (most of the prompt) keeps it there, load or not.
     const own = { "engine-0": 90_000, "engine-1": 20_000, "engine-2": 0 };
     expect(decide(undefined, list, own, null, {}, 100_000).selection).toMatchObject({
+      backend: { id: "engine-0" },
+      reason: "kv_prefix",
+    });
+  });
+
+  it("a new conversation counts what it would evict: a shared prefix does not pull it onto a full engine", () => {
+    // The kvevents study's quick plan: engine-0 holds the 2,000-token shared system prompt and three sessions,
+    // room for 3,800 more tokens; the others are empty. Cost there: 0 - 2 x 2,000 + (10,723 - 2,000 - 3,800
+    // evicted) = 923, above the empty engines' 0.
+    const list = candidates(3);
+    const shared = { "engine-0": 2_000, "engine-1": 0, "engine-2": 0 };
+    const full = { "engine-0": 3_800, "engine-1": 32_768, "engine-2": 32_768 };
+    for (const sessionId of [null, "s-new"]) {
+      const decision = decide(undefined, list, shared, sessionId, {}, 10_723, full);
+      expect(decision.selection?.backend.id).not.toBe("engine-0");
+    }
+    // With room for its prefill it evicts nothing, and the shared prefix wins.
+    const roomy = { "engine-0": 9_000, "engine-1": 32_768, "engine-2": 32_768 };
+    expect(decide(undefined, list, shared, null, {}, 10_723, roomy).selection).toMatchObject({
+      backend: { id: "engine-0" },
+    });
+    // A continued conversation (half its prompt held on engine-0) is ranked by what it holds alone: -10,800 vs
+    // engine-1's -10,000 (counting evictions, engine-0 would cost -10,800 + 5,323 and lose).
+    const own = { "engine-0": 5_400, "engine-1": 5_000, "engine-2": 0 };
+    const noRoom = { "engine-0": 0, "engine-1": 32_768, "engine-2": 32_768 };
+    expect(decide(undefined, list, own, null, {}, 10_723, noRoom).selection).toMatchObject({
       backend: { id: "engine-0" },
       reason: "kv_prefix",
     });

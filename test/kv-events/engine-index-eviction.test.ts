@@ -38,6 +38,15 @@ describe("EngineIndex eviction forecast", () => {
     expect(index.spareBlocks()).toBe(0);
   });
 
+  it("has room for its max_blocks less what it holds until it first evicts, then for its peak less that", () => {
+    const index = new EngineIndex(10);
+    index.stored(stored([1n, 2n, 3n], null, A.slice(0, 12)));
+    index.stored(stored([11n, 12n, 13n], null, B.slice(0, 12)));
+    expect(index.roomBlocks()).toBe(4);
+    index.removed(removed([13n, 12n]));
+    expect(index.roomBlocks()).toBe(2); // peak 6 less 4 held: the engine's cache is 6 blocks, not 10
+  });
+
   it("evicts the least recently stored first, and a prompt's run is cut where its first block goes", () => {
     const index = indexOfBoth();
     // A was stored first: two evictions take its first two blocks, so nothing of it is left as a leading run.

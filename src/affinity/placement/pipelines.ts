@@ -5,7 +5,7 @@ import { freeSlotFilter } from "./filter-free-slot.js";
 import { kvBoundedLoadFilter } from "./filter-kv-bounded-load.js";
 import { maxScorePicker } from "./pick-max-score.js";
 import { freeSlotScorer } from "./score-free-slot.js";
-import { kvCostScorer } from "./score-kv-cost.js";
+import { kvCostScorer, kvPlaceCostScorer } from "./score-kv-cost.js";
 import { leastLoadScorer } from "./score-least-load.js";
 import { rendezvousScorer } from "./score-rendezvous.js";
 import type { Pipeline } from "./types.js";
@@ -53,13 +53,17 @@ const byKvCost = [
   { scorer: rendezvousScorer, weight: 1e-9 },
 ] as const;
 
+/** byKvCost with a new placement's cost: what it would evict counts (score-kv-cost.ts, kvPlaceCostTokens). */
+const byKvPlaceCost = [{ scorer: kvPlaceCostScorer, weight: 1 }, byKvCost[1], byKvCost[2]] as const;
+
 /**
  * Where a new placement goes by what engines hold (a session being placed, a request without a session): the
- * cheapest engine within the load bound, or holding most of the prompt (filter-kv-bounded-load.ts).
+ * cheapest engine within the load bound, or holding most of the prompt (filter-kv-bounded-load.ts), counting
+ * what it would evict there.
  */
 export const kvPlacePipeline: Pipeline = {
   filters: [eligibleFilter, kvBoundedLoadFilter],
-  scorers: byKvCost,
+  scorers: byKvPlaceCost,
   picker: maxScorePicker,
 };
 

@@ -22,11 +22,49 @@ export function kvCostTokens(request: PlacementRequest, candidate: PlacementCand
 }
 
 /**
- * (max - cost) / (max - min) over the candidates: 1 for the cheapest, 0 for the dearest, 1 for all when equal
- * (the tie-break scorers then decide). Engines without events count as holding nothing and having no work.
+ * What a new conversation placed on an engine pushes out of it, in prompt tokens: what it must prefill there
+ * beyond the engine's room (its cache's free blocks less the prefill already sent there). Zero without the
+ * prompt's length or the engine's room.
  */
-export const kvCostScorer: Scorer = (request, _state, candidates) => {
-  const costs = candidates.map((c) => kvCostTokens(request, c));
+export function kvDisplacedTokens(request: PlacementRequest, candidate: PlacementCandidate): number {
+  const room = request.roomTokens?.get(candidate.id);
+  if (room === undefined || request.promptTokens === undefined) return 0;
+  const held = request.cachedTokens?.get(candidate.id) ?? 0;
+  return Math.max(0, request.promptTokens - held - room);
+}
+
+/**
+ * Whether the request starts a conversation no engine has: none holds half its prompt (the held-most rule of
+ * filter-kv-bounded-load.ts). Such a request finds at most a shared prefix anywhere.
+ */
+export function isNewConversation(request: PlacementRequest): boolean {
+  const prompt = request.promptTokens;
+  if (prompt === undefined) return false;
+  for (const held of request.cachedTokens?.values() ?? []) if (2 * held >= prompt) return false;
+  return true;
+}
+
+/**
+ * A new placement's cost (a session being placed, a request without a session): kvCostTokens, plus, for a new
+ * conversation (isNewConversation), the tokens it would evict (kvDisplacedTokens), each weighed as one token of
+ * prefill: the conversations the engine holds compute them again at their next turn, and the new conversation
+ * goes on evicting them as it grows. Without it, a new conversation goes to the engine holding the shared system
+ * prompt however full that engine is: with sessions arriving one at a time (the request-count load bound never
+ * bites), the kvevents study's quick plan put all four on one engine whose cache holds under three, and three
+ * later turns recomputed ~10k tokens each (docs/kv-events.md, fourth round). A continued conversation is ranked
+ * by kvCostTokens alone: what it holds is known, what it would evict may be finished sessions'.
+ */
+export function kvPlaceCostTokens(
+  request: PlacementRequest,
+  candidate: PlacementCandidate,
+  newConversation: boolean = isNewConversation(request),
+): number {
+  const cost = kvCostTokens(request, candidate);
+  return newConversation ? cost + kvDisplacedTokens(request, candidate) : cost;
+}
+
+/** (max - cost) / (max - min) over the candidates: 1 for the cheapest, 0 for the dearest, 1 for all when equal. */
+function normalisedCosts(costs: readonly number[]): number[] {
   let min = Infinity;
   let max = -Infinity;
   for (const cost of costs) {
@@ -34,4 +72,17 @@ export const kvCostScorer: Scorer = (request, _state, candidates) => {
     if (cost > max) max = cost;
   }
   return costs.map((cost) => (max === min ? 1 : (max - cost) / (max - min)));
+}
+
+/**
+ * The cheapest engine scores 1, the dearest 0, all 1 when equal (the tie-break scorers then decide). Engines
+ * without events count as holding nothing and having no work.
+ */
+export const kvCostScorer: Scorer = (request, _state, candidates) =>
+  normalisedCosts(candidates.map((c) => kvCostTokens(request, c)));
+
+/** kvCostScorer for a new placement: its cost counts what it would evict (kvPlaceCostTokens). */
+export const kvPlaceCostScorer: Scorer = (request, _state, candidates) => {
+  const newConversation = isNewConversation(request);
+  return normalisedCosts(candidates.map((c) => kvPlaceCostTokens(request, c, newConversation)));
 };

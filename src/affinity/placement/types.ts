@@ -46,6 +46,11 @@ export interface PlacementRequest {
    * (src/kv-events/pending-blocks.ts): the prefill work ahead of this request there.
    */
   readonly activeTokens?: ReadonlyMap<string, number> | undefined;
+  /**
+   * Prompt tokens each engine that publishes KV events can take before it must evict what it holds (its room
+   * less the prefill sent there and not yet stored): what a new conversation would push out of it.
+   */
+  readonly roomTokens?: ReadonlyMap<string, number> | undefined;
   /** The prompt's length in tokens, when the gateway renders it (src/kv-events/prompt-blocks.ts). */
   readonly promptTokens?: number | undefined;
 }
