@@ -214,12 +214,15 @@ describe("KvCacheView with a hand-driven publisher", () => {
     await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
     expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(32);
     expect(view.activeTokens("e1")).toBe(0);
+    // Room before it must evict: max_blocks (1,000; it has never evicted) less the 2 blocks held.
+    expect(view.roomTokens("e1")).toBe((1_000 - 2) * 16);
 
     // Sent: the two blocks it will compute count as held, and its prefill is work ahead on the engine.
     const release = view.sent("e1", BLOCKS);
     expect(release).toBeDefined();
     expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(64);
     expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 32);
+    expect(view.roomTokens("e1")).toBe((1_000 - 2) * 16 - (BLOCKS.promptTokens - 32)); // its prefill fills some
     // Its events come: the index holds the blocks, and the entry is done.
     await publisher.publish(1n, [stored([13n, 14n], 12n, TOKENS.slice(32, 64))]);
     await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
@@ -279,6 +282,7 @@ describe("KvCacheView with a hand-driven publisher", () => {
   it("says nothing of engines without events", () => {
     const { view } = makeView();
     expect(view.held("nope", BLOCKS, "s1")).toBeUndefined();
+    expect(view.roomTokens("nope")).toBeUndefined();
   });
 });
 
