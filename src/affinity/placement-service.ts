@@ -154,10 +154,9 @@ export class PlacementService {
     const blocksOf = (size: number) => hints.kvPromptBlocks?.(size);
     const cachedTokens =
       kv === undefined ? undefined : cachedTokensOf(kv, candidateIds(candidates), blocksOf, sessionId);
-    const activeTokens =
-      kv === undefined || cachedTokens === undefined
-        ? undefined
-        : activeTokensOf(kv, candidateIds(candidates));
+    // Engines' work, room and the prompt's length matter only where some engine holds part of the prompt.
+    const kvKnown = kv !== undefined && cachedTokens !== undefined ? kv : undefined;
+    const activeTokens = kvKnown && activeTokensOf(kvKnown, candidateIds(candidates));
     const decision = decidePlacement(settings, {
       sessionId,
       tier,
@@ -168,14 +167,8 @@ export class PlacementService {
       nowMs,
       cachedTokens,
       activeTokens,
-      roomTokens:
-        kv === undefined || cachedTokens === undefined
-          ? undefined
-          : roomTokensOf(kv, candidateIds(candidates)),
-      promptTokens:
-        kv === undefined || cachedTokens === undefined
-          ? undefined
-          : promptTokensOf(kv, candidateIds(candidates), blocksOf),
+      roomTokens: kvKnown && roomTokensOf(kvKnown, candidateIds(candidates)),
+      promptTokens: kvKnown && promptTokensOf(kvKnown, candidateIds(candidates), blocksOf),
     });
     if (decision.effects.length > 0) await this.store.apply(decision.effects, nowMs);
     if (decision.selection === undefined) return undefined;

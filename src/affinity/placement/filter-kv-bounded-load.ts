@@ -1,5 +1,6 @@
 // Filter: the load bound for a request placed by KV events, waived on engines holding most of its prompt.
 import { boundedLoadFilter } from "./filter-bounded-load.js";
+import { holdsHalf } from "./score-kv-cost.js";
 import type { Filter } from "./types.js";
 
 /**
@@ -17,7 +18,7 @@ export const kvBoundedLoadFilter: Filter = (request, state, candidates) => {
   const prompt = request.promptTokens;
   const holdsMost = (id: string): boolean => {
     const held = request.cachedTokens?.get(id) ?? 0;
-    return prompt === undefined ? held > 0 : 2 * held >= prompt;
+    return prompt === undefined ? held > 0 : holdsHalf(held, prompt);
   };
   return candidates.filter((c) => within.includes(c) || holdsMost(c.id));
 };

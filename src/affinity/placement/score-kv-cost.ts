@@ -40,8 +40,13 @@ export function kvDisplacedTokens(request: PlacementRequest, candidate: Placemen
 export function isNewConversation(request: PlacementRequest): boolean {
   const prompt = request.promptTokens;
   if (prompt === undefined) return false;
-  for (const held of request.cachedTokens?.values() ?? []) if (2 * held >= prompt) return false;
+  for (const held of request.cachedTokens?.values() ?? []) if (holdsHalf(held, prompt)) return false;
   return true;
+}
+
+/** An engine holding at least half the prompt holds the conversation, not just a shared prefix. */
+export function holdsHalf(heldTokens: number, promptTokens: number): boolean {
+  return 2 * heldTokens >= promptTokens;
 }
 
 /**
