@@ -1,5 +1,5 @@
 // Keeps room for new clients under a connection flood: idle client sockets are closed first, oldest first.
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Server } from "node:http";
 import type { Socket } from "node:net";
 
 /** Reclaiming starts when open connections reach this share of the cap, and frees down to the lower one. */
@@ -24,7 +24,6 @@ export class ConnectionGuard {
   ) {
     server.maxConnections = limit;
     server.on("connection", (socket: Socket) => this.onConnection(socket));
-    server.on("request", (req: IncomingMessage, res: ServerResponse) => this.onRequest(req.socket, res));
   }
 
   /** Open connections the gateway holds now. */
@@ -51,18 +50,21 @@ export class ConnectionGuard {
     if (this.open >= Math.ceil(this.limit * HIGH_WATER)) this.reclaim(socket);
   }
 
-  private onRequest(socket: Socket, res: ServerResponse): void {
+  /** A request of the socket began (server.ts calls it and requestEnded: no listeners per request). */
+  requestStarted(socket: Socket): void {
     if (this.idle.delete(socket) || this.busy.has(socket))
       this.busy.set(socket, (this.busy.get(socket) ?? 0) + 1);
-    res.once("close", () => {
-      const count = this.busy.get(socket);
-      if (count === undefined) return;
-      if (count > 1) this.busy.set(socket, count - 1);
-      else if (!socket.destroyed) {
-        this.busy.delete(socket);
-        this.idle.add(socket); // re-added at the end: the most recently active idle socket goes last
-      }
-    });
+  }
+
+  /** Its response closed. */
+  requestEnded(socket: Socket): void {
+    const count = this.busy.get(socket);
+    if (count === undefined) return;
+    if (count > 1) this.busy.set(socket, count - 1);
+    else if (!socket.destroyed) {
+      this.busy.delete(socket);
+      this.idle.add(socket); // re-added at the end: the most recently active idle socket goes last
+    }
   }
 
   /** Closes the oldest idle sockets (never the one that just arrived) down to the low-water mark. */
