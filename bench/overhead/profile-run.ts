@@ -6,8 +6,10 @@
 // into DIR, and prints the profile's parts (profile-parts.ts) per request of all the requests it served.
 //
 // With --cli PATH, the gateway of another build (e.g. /tmp/before/dist/src/cli.js: a profile before a change).
+// With --stream, every request (warm-up included) streams its answer.
 //
-//   npm run build && node --import tsx bench/overhead/profile-run.ts DIR [WARMUP C1 C16] [--no-prof] [--cli PATH]
+//   npm run build && node --import tsx bench/overhead/profile-run.ts DIR [WARMUP C1 C16] [--no-prof] [--stream]
+//     [--cli PATH]
 import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
@@ -22,6 +24,7 @@ const cliFlag = process.argv.indexOf("--cli");
 const GATEWAY_CLI = cliFlag > 0 ? process.argv[cliFlag + 1]! : CLI;
 const args = process.argv.slice(2).filter((a, i, all) => !a.startsWith("--") && all[i - 1] !== "--cli");
 const profile = !process.argv.includes("--no-prof");
+const stream = process.argv.includes("--stream");
 const dir = args[0] ?? "prof";
 const [warmup, c1, c16] = [Number(args[1] ?? 10_000), Number(args[2] ?? 20_000), Number(args[3] ?? 30_000)];
 const MODEL = "bench-model";
@@ -33,7 +36,7 @@ const payload = JSON.stringify({
   ],
   max_tokens: 16,
   ignore_eos: true,
-  stream: false,
+  stream,
 });
 
 function cpuUs(pid: number): number {

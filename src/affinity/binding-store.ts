@@ -41,10 +41,17 @@ export type LookupPurpose = "route" | "peek";
 export type BrokenListener = (tier: string, count: number) => void;
 
 export interface BindingStore {
-  /** What the store knows of a session at `nowMs`; never rejects (a shared store fails open to its local view). */
-  lookup(sessionId: string, nowMs: number, purpose: LookupPurpose): Promise<BindingLookup>;
-  /** Applies a decision's effects in order. Resolves once this replica's view has them (writes may follow). */
-  apply(effects: readonly BindingEffect[], nowMs: number): Promise<void>;
+  /**
+   * What the store knows of a session at `nowMs`; never rejects (a shared store fails open to its local view).
+   * A store that knows at once answers with the value, not a promise (the memory store: a request then waits
+   * for no microtask).
+   */
+  lookup(sessionId: string, nowMs: number, purpose: LookupPurpose): BindingLookup | Promise<BindingLookup>;
+  /**
+   * Applies a decision's effects in order. Resolves once this replica's view has them (writes may follow);
+   * returns nothing when it has them at once (the memory store).
+   */
+  apply(effects: readonly BindingEffect[], nowMs: number): void | Promise<void>;
   /** Breaks every live binding to `backendId`; resolves how many this replica's view held. */
   breakBackend(backendId: string, tier: string, nowMs: number): Promise<number>;
   /** Reclaims up to `maxEntries` expired bindings, oldest first, without scanning live ones; resolves how many. */

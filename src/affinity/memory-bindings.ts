@@ -1,4 +1,5 @@
-// The binding store of one process: the StickyTable behind the async store contract (answers without waiting).
+// The binding store of one process: the StickyTable behind the store contract (answers at once, never a promise
+// on the request path).
 import type {
   BindingEffect,
   BindingLookup,
@@ -33,7 +34,7 @@ function applyToTable(
 
 const IGNORE_BROKEN: BrokenListener = () => undefined;
 
-/** Resolved once: the memory store answers without waiting, and the hot path allocates no promise for it. */
+/** Resolved once, for the lifecycle's answers. */
 const DONE: Promise<void> = Promise.resolve();
 
 const CONNECTED: Promise<boolean> = Promise.resolve(true);
@@ -48,13 +49,12 @@ export class MemoryBindingStore implements BindingStore {
 
   constructor(readonly table: StickyTable) {}
 
-  lookup(sessionId: string, nowMs: number, _purpose: LookupPurpose): Promise<BindingLookup> {
-    return Promise.resolve(this.table.get(sessionId, nowMs));
+  lookup(sessionId: string, nowMs: number, _purpose: LookupPurpose): BindingLookup {
+    return this.table.get(sessionId, nowMs);
   }
 
-  apply(effects: readonly BindingEffect[], nowMs: number): Promise<void> {
+  apply(effects: readonly BindingEffect[], nowMs: number): void {
     applyToTable(this.table, effects, nowMs, this.broken);
-    return DONE;
   }
 
   breakBackend(backendId: string, tier: string, nowMs: number): Promise<number> {

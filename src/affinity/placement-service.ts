@@ -13,6 +13,7 @@ import type { BindingLookup, BindingStore } from "./binding-store.js";
 import {
   decidePlacement,
   usesBinding,
+  type PlacementDecision,
   type PlacementHints,
   type PlacementSettings,
   type SchedulingCandidate,
@@ -74,6 +75,14 @@ export interface LookedUp {
 }
 
 const NOT_BOUND: LookedUp = { binding: undefined };
+
+/** A placement: at once when the store answered at once, else once it does. */
+export type Placed<T extends SchedulingCandidate> =
+  Selection<T> | undefined | Promise<Selection<T> | undefined>;
+
+function lookedUp(binding: BindingLookup): LookedUp {
+  return { binding };
+}
 const NO_EXCLUSIONS: ReadonlySet<string> = new Set();
 const NO_HINTS: PlacementHints = { prefixKey: undefined };
 
@@ -123,32 +132,54 @@ export class PlacementService {
    * The session's binding as the request's routing sees it (a live binding's TTL slides with it; none when
    * placement would not read it). Hand it to place() for the first attempt, so the turn costs one lookup.
    */
-  async lookup(sessionId: string | undefined): Promise<LookedUp> {
+  lookup(sessionId: string | undefined): LookedUp | Promise<LookedUp> {
     if (!usesBinding(this.settings, sessionId)) return NOT_BOUND;
-    return { binding: await this.store.lookup(sessionId, this.clock.nowMs(), "route") };
+    try {
+      const binding = this.store.lookup(sessionId, this.clock.nowMs(), "route");
+      return binding instanceof Promise ? binding.then(lookedUp) : lookedUp(binding);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
   }
 
   /**
    * Places one attempt of a request. `exclude` holds backends that already failed this request (failover);
    * `hints` carries the prompt's prefix key and text, read only when placement needs them; `looked` is a
    * lookup() already made for this attempt (else the store is asked). Undefined when no candidate can take it.
+   * Answers at once when the store does (the memory store); a failure is always a rejected promise.
    */
-  async place<T extends SchedulingCandidate>(
+  place<T extends SchedulingCandidate>(
     sessionId: string | undefined,
     tier: string,
     candidates: readonly T[],
     exclude: ReadonlySet<string> = NO_EXCLUSIONS,
     hints: PlacementHints = NO_HINTS,
     looked?: LookedUp,
-  ): Promise<Selection<T> | undefined> {
-    const settings = this.settings;
-    let bound: BindingLookup;
-    if (usesBinding(settings, sessionId)) {
-      bound =
-        looked !== undefined
+  ): Placed<T> {
+    try {
+      const bound = !usesBinding(this.settings, sessionId)
+        ? undefined
+        : looked !== undefined
           ? looked.binding
-          : await this.store.lookup(sessionId, this.clock.nowMs(), "route");
+          : this.store.lookup(sessionId, this.clock.nowMs(), "route");
+      if (!(bound instanceof Promise))
+        return this.placeBy(bound, sessionId, tier, candidates, exclude, hints);
+      return bound.then((binding) => this.placeBy(binding, sessionId, tier, candidates, exclude, hints));
+    } catch (err) {
+      return Promise.reject(err as Error);
     }
+  }
+
+  /** place() once the session's binding is known. */
+  private placeBy<T extends SchedulingCandidate>(
+    bound: BindingLookup,
+    sessionId: string | undefined,
+    tier: string,
+    candidates: readonly T[],
+    exclude: ReadonlySet<string>,
+    hints: PlacementHints,
+  ): Placed<T> {
+    const settings = this.settings;
     const nowMs = this.clock.nowMs();
     const kv = this.kvCache === undefined || this.kvCache.size === 0 ? undefined : this.kvCache;
     const blocksOf = (size: number) => hints.kvPromptBlocks?.(size);
@@ -170,7 +201,21 @@ export class PlacementService {
       roomTokens: kvKnown && roomTokensOf(kvKnown, candidateIds(candidates)),
       promptTokens: kvKnown && promptTokensOf(kvKnown, candidateIds(candidates), blocksOf),
     });
-    if (decision.effects.length > 0) await this.store.apply(decision.effects, nowMs);
+    const applying = decision.effects.length > 0 ? this.store.apply(decision.effects, nowMs) : undefined;
+    if (applying instanceof Promise)
+      return applying.then(() => this.selected(decision, tier, kv, cachedTokens, activeTokens, hints));
+    return this.selected(decision, tier, kv, cachedTokens, activeTokens, hints);
+  }
+
+  /** The decision's selection, once its effects are in the store: counted, and its KV forecast added. */
+  private selected<T extends SchedulingCandidate>(
+    decision: PlacementDecision<T>,
+    tier: string,
+    kv: KvCacheView | undefined,
+    cachedTokens: ReturnType<typeof cachedTokensOf>,
+    activeTokens: ReturnType<typeof activeTokensOf> | undefined,
+    hints: PlacementHints,
+  ): Selection<T> | undefined {
     if (decision.selection === undefined) return undefined;
     if (decision.outcome === "hit") {
       this.recorder.hit(tier);
@@ -181,7 +226,7 @@ export class PlacementService {
     const backendId = decision.selection.backend.id;
     const held = cachedTokens?.get(backendId);
     if (held === undefined || kv === undefined) return decision.selection;
-    const blocks = blocksOf(blockSizeFor(kv, backendId));
+    const blocks = hints.kvPromptBlocks?.(blockSizeFor(kv, backendId));
     // What it holds now, less what it will evict for the work sent there before this request.
     const expected =
       blocks === undefined

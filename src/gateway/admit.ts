@@ -84,14 +84,22 @@ export class BudgetHold {
  * budget while it runs, so concurrent requests cannot overspend it. A request asking for more than is left
  * (or naming no limit) gets max_tokens lowered to fit; nothing left at all is 429, a full agent table 503.
  */
-export async function reserveBudget(
+export function reserveBudget(
   admission: Admission,
   request: CompletionRequest,
   nowMs: number,
-): Promise<BudgetHold | undefined> {
-  const { budgets } = admission;
+): BudgetHold | undefined | Promise<BudgetHold | undefined> {
   const key = admission.budgetKey;
-  if (key === undefined) return undefined;
+  return key === undefined ? undefined : reserveFor(key, admission, request, nowMs);
+}
+
+async function reserveFor(
+  key: string,
+  admission: Admission,
+  request: CompletionRequest,
+  nowMs: number,
+): Promise<BudgetHold> {
+  const { budgets } = admission;
   const prompt = estimatePromptTokens(request);
   const wanted = request.maxTokens === undefined ? Infinity : prompt + request.maxTokens * request.choices;
   const decision = await budgets.reserve(key, wanted, prompt + request.choices, nowMs, admission.keyed);

@@ -1,7 +1,7 @@
 // Stage 4 of a completion: pick a backend, take a slot, run one attempt, fail over to the next on failure; what
 // it did is returned (attempts, queue wait, placement, the answer or the error), never written on the request.
 import type { PlacementHints, Selection } from "../affinity/decide.js";
-import type { LookedUp, PlacementService } from "../affinity/placement-service.js";
+import type { LookedUp, Placed, PlacementService } from "../affinity/placement-service.js";
 import { SlotUnavailableError, type BackendSlots } from "../admission/backend-slots.js";
 import type { FlowTicket } from "../admission/flow-queue/flow-ticket.js";
 import type { Backend } from "../backends/backend.js";
@@ -210,12 +210,8 @@ export async function runAttemptLoop(
   try {
     while (made.attempts < limits.settings.maxAttempts) {
       // Later attempts look the binding up again: the failure broke it, or another turn may have moved it.
-      const selection = await placeNext(
-        deps,
-        request,
-        exclude,
-        made.attempts === 0 ? request.binding : undefined,
-      );
+      const placing = placeNext(deps, request, exclude, made.attempts === 0 ? request.binding : undefined);
+      const selection = placing instanceof Promise ? await placing : placing;
       if (selection === undefined) break;
       const { backend } = selection;
       made.attempts++;
@@ -322,7 +318,7 @@ function placeNext(
   request: RoutedRequest,
   exclude: ReadonlySet<string>,
   binding: LookedUp | undefined,
-): Promise<Selection<Backend> | undefined> {
+): Placed<Backend> {
   const tierBackends = deps.registry.tier(request.tier);
   // The tier's Backends are the candidates: their in-flight and queued counts are kept by BackendSlots,
   // their engine readings by the load poller, so nothing is built per request.

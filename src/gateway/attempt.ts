@@ -153,37 +153,56 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   private relay: StreamRelay | undefined;
   private corked = false;
   private readonly untrack: () => void;
-  private readonly cancelFirstByte: () => void;
-  /** Streams only: cancelled when the engine's response headers arrive. */
-  private readonly cancelHeaders: (() => void) | undefined;
   /**
-   * Streams only, once the first byte went out (upstream.stream_stall_seconds). Rather than a timer restarted by
-   * every read, one timer that, when it fires, waits out what is left of the window since the last read.
+   * The attempt's one timer. Before the first byte it ends the wait for the engine's headers (streams) and its
+   * first byte; once a stream's first byte went out, its stall (upstream.stream_stall_seconds). Rather than a
+   * timer per deadline, or one restarted by every read, one timer that, when it fires, looks at what is due and
+   * waits out what is left.
    */
-  private cancelStall: (() => void) | undefined;
+  private cancelTimer: () => void;
+  /** When the timer fires, on the timers' time. */
+  private timerDueMs: number;
+  /** When the attempt began, on the timers' time: the headers and first-byte deadlines count from here. */
+  private readonly startedMs: number;
+  /** The timer watches the stream for a stall (committed, stalls watched). */
+  private watchingStall = false;
   /** When the engine's stream last moved (a read, or the client's drain that let it go on), on the timers' time. */
   private lastReadMs = 0;
   /** The engine's socket is paused because the client's is full: silence then is the client's, not a stall. */
   private waitingForClient = false;
   /** Reads of the engine's stream so far: a stall is declared only if none came in since the timer fired. */
   private reads = 0;
-  private readonly onStall = (): void => {
+  private readonly onTimer = (): void => {
+    if (this.settled) return;
+    if (this.watchingStall) return this.onStall();
+    if (this.committed) return;
+    const elapsedMs = this.env.timers.nowMs() - this.startedMs;
+    const firstByteLeftMs = this.firstByteTimeoutMs - elapsedMs;
+    const headersLeftMs =
+      this.plan.stream && this.mode === "pending" ? this.env.streamHeadersTimeoutMs - elapsedMs : Infinity;
+    // Both passed: the earlier deadline is the one that ended it.
+    if (firstByteLeftMs <= 0 && firstByteLeftMs <= headersLeftMs)
+      return this.plan.abort.abort("first_byte_timeout" satisfies AbandonReason);
+    if (headersLeftMs <= 0) return this.plan.abort.abort("stream_headers_timeout" satisfies AbandonReason);
+    this.arm(Math.min(firstByteLeftMs, headersLeftMs));
+  };
+  private onStall(): void {
     const stallMs = this.env.streamStallTimeoutMs;
-    if (this.waitingForClient) return this.armStall(stallMs);
+    if (this.waitingForClient) return this.arm(stallMs);
     const quietMs = this.env.timers.nowMs() - this.lastReadMs;
-    if (quietMs < stallMs) return this.armStall(stallMs - quietMs);
+    if (quietMs < stallMs) return this.arm(stallMs - quietMs);
     // A busy event loop can run the timer before the reads that arrived meanwhile: look again after them.
     const reads = this.reads;
     setImmediate(() => {
       if (this.settled) return;
-      if (this.waitingForClient || this.reads !== reads) this.armStall(stallMs);
+      if (this.waitingForClient || this.reads !== reads) this.arm(stallMs);
       else this.plan.abort.abort("stream_stall" satisfies AbandonReason);
     });
-  };
+  }
   private readonly onAbort = (why: Error): void => this.upstream?.abort(why);
   private readonly onDrain = (): void => {
     this.waitingForClient = false;
-    if (this.cancelStall !== undefined) this.lastReadMs = this.env.timers.nowMs();
+    if (this.watchingStall) this.lastReadMs = this.env.timers.nowMs();
     this.upstream?.resume();
   };
   private readonly uncork = (): void => {
@@ -202,19 +221,19 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     this.untrack = env.track(plan.backend.id, plan.abort);
     plan.abort.listen(this.onAbort);
     // Our own timer rather than undici's headersTimeout: undici's timers tick once a second, and this one
-    // also covers a stream's first chunk. It stops when the first byte is about to reach the client.
-    this.cancelFirstByte = env.timers.after(this.firstByteTimeoutMs, () =>
-      plan.abort.abort("first_byte_timeout" satisfies AbandonReason),
-    );
-    this.cancelHeaders = plan.stream
-      ? env.timers.after(env.streamHeadersTimeoutMs, () =>
-          plan.abort.abort("stream_headers_timeout" satisfies AbandonReason),
-        )
-      : undefined;
+    // also covers a stream's first chunk. Its first-byte watch stops when the first byte is about to reach the
+    // client.
+    this.startedMs = env.timers.nowMs();
+    const firstMs = plan.stream
+      ? Math.min(this.firstByteTimeoutMs, env.streamHeadersTimeoutMs)
+      : this.firstByteTimeoutMs;
+    this.timerDueMs = this.startedMs + firstMs;
+    this.cancelTimer = env.timers.after(firstMs, this.onTimer);
   }
 
-  private armStall(delayMs: number): void {
-    this.cancelStall = this.env.timers.after(delayMs, this.onStall);
+  private arm(delayMs: number): void {
+    this.timerDueMs = this.env.timers.nowMs() + delayMs;
+    this.cancelTimer = this.env.timers.after(delayMs, this.onTimer);
   }
 
   private get firstByteTimeoutMs(): number {
@@ -251,7 +270,6 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     statusCode: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
-    this.cancelHeaders?.();
     this.status = statusCode;
     this.headers = headers;
     if (statusCode >= 500) this.mode = "failed-status";
@@ -269,7 +287,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     } else if (this.mode === "stream") {
       if (!this.committed) this.beginStream();
       this.reads++;
-      if (this.cancelStall !== undefined) this.lastReadMs = this.env.timers.nowMs();
+      if (this.watchingStall) this.lastReadMs = this.env.timers.nowMs();
       const relay = this.relay!;
       this.write(relay.push(chunk), controller);
       const stopped = relay.stopped;
@@ -397,18 +415,25 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     this.endStreamWithError(failure.message, failure.code, failure.healthSignal, error.message);
   }
 
-  private commit(): void {
+  /** The first byte is about to reach the client. `watchStall`: the timer goes on, for the stream's stalls. */
+  private commit(watchStall = false): void {
     this.committed = true;
-    this.cancelFirstByte();
+    if (!watchStall) this.cancelTimer();
     this.untrack();
     this.plan.onCommit();
   }
 
   private beginStream(): void {
-    this.commit();
-    if (this.env.streamStallTimeoutMs > 0) {
+    const stallMs = this.env.streamStallTimeoutMs;
+    this.commit(stallMs > 0);
+    if (stallMs > 0) {
       this.lastReadMs = this.env.timers.nowMs();
-      this.armStall(this.env.streamStallTimeoutMs);
+      this.watchingStall = true;
+      // The timer set for the first byte may be due later than a stall from now would be.
+      if (this.timerDueMs > this.lastReadMs + stallMs) {
+        this.cancelTimer();
+        this.arm(stallMs);
+      }
     }
     if (this.plan.continuation?.resume === true) {
       // [continuation] The client's stream began on an earlier engine: its headers and first token are behind it.
@@ -516,9 +541,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
 
   private cleanup(): void {
     this.fresh?.close();
-    this.cancelFirstByte();
-    this.cancelHeaders?.();
-    this.cancelStall?.();
+    this.cancelTimer();
     this.plan.abort.listen(undefined);
     this.res.off("drain", this.onDrain);
     this.untrack();

@@ -66,9 +66,11 @@ export async function handleCompletion(
     const { request } = parsed;
     const identifying = identifyTurn(deps, req, endpoint, request, settings, ctx.requestId);
     const session = (turn.session = identifying instanceof Promise ? await identifying : identifying);
-    const routed = await routeTurn(deps, live, admission, parsed, session, !countTokens);
+    const routing = routeTurn(deps, live, admission, parsed, session, !countTokens);
+    const routed = routing instanceof Promise ? await routing : routing;
     turn.tier = routed.route.tier;
-    const hold = (turn.hold = await routed.holding);
+    const { holding } = routed;
+    const hold = (turn.hold = holding instanceof Promise ? await holding : holding);
     const flow = (turn.flow = turnFlow(settings, admission, session, ctx.apiKey, request));
     const gate = ownerGate(deps, endpoint, request, session.sessionId, res);
     const attempts = routedRequest(endpoint, countTokens, parsed, session, routed, hold, flow);

@@ -1,5 +1,5 @@
 // Keeps room for new clients under a connection flood: idle client sockets are closed first, oldest first.
-import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { Server } from "node:http";
 import type { Socket } from "node:net";
 
 /** Reclaiming starts when open connections reach this share of the cap, and frees down to the lower one. */
@@ -12,10 +12,22 @@ const LOW_WATER = 0.8;
  * maxConnections would refuse every newcomer (health checks and the admin API included) until the header
  * timeouts run out; closing the oldest idle sockets instead lets new clients in.
  */
+/** What the guard keeps of a socket it watches, on the socket itself (no map to hash it into per request). */
+interface Watched {
+  /** Requests of it being answered now. */
+  busy: number;
+  /** When it last became idle (connected, or its last request ended), as a count: lower is longer idle. */
+  idleSince: number;
+}
+
+const WATCHED = Symbol("connection-guard");
+type WatchedSocket = Socket & { [WATCHED]?: Watched };
+
 export class ConnectionGuard {
-  /** Insertion order is age: the first entries are the longest idle. */
-  private readonly idle = new Set<Socket>();
-  private readonly busy = new Map<Socket, number>();
+  /** Every socket open on the server. */
+  private readonly sockets = new Set<WatchedSocket>();
+  /** Advances each time a socket becomes idle: the idle order, oldest first. */
+  private idleCount = 0;
   private reclaimedCount = 0;
 
   constructor(
@@ -24,12 +36,11 @@ export class ConnectionGuard {
   ) {
     server.maxConnections = limit;
     server.on("connection", (socket: Socket) => this.onConnection(socket));
-    server.on("request", (req: IncomingMessage, res: ServerResponse) => this.onRequest(req.socket, res));
   }
 
   /** Open connections the gateway holds now. */
   get open(): number {
-    return this.idle.size + this.busy.size;
+    return this.sockets.size;
   }
 
   /** Idle sockets closed to make room, since start. */
@@ -42,36 +53,35 @@ export class ConnectionGuard {
     this.server.maxConnections = limit;
   }
 
-  private onConnection(socket: Socket): void {
-    this.idle.add(socket);
-    socket.once("close", () => {
-      this.idle.delete(socket);
-      this.busy.delete(socket);
-    });
+  private onConnection(socket: WatchedSocket): void {
+    socket[WATCHED] = { busy: 0, idleSince: this.idleCount++ };
+    this.sockets.add(socket);
+    socket.once("close", () => this.sockets.delete(socket));
     if (this.open >= Math.ceil(this.limit * HIGH_WATER)) this.reclaim(socket);
   }
 
-  private onRequest(socket: Socket, res: ServerResponse): void {
-    if (this.idle.delete(socket) || this.busy.has(socket))
-      this.busy.set(socket, (this.busy.get(socket) ?? 0) + 1);
-    res.once("close", () => {
-      const count = this.busy.get(socket);
-      if (count === undefined) return;
-      if (count > 1) this.busy.set(socket, count - 1);
-      else if (!socket.destroyed) {
-        this.busy.delete(socket);
-        this.idle.add(socket); // re-added at the end: the most recently active idle socket goes last
-      }
-    });
+  /** A request of the socket began (server.ts calls it and requestEnded: no listeners per request). */
+  requestStarted(socket: WatchedSocket): void {
+    const watched = socket[WATCHED];
+    if (watched !== undefined) watched.busy++;
+  }
+
+  /** Its response closed. */
+  requestEnded(socket: WatchedSocket): void {
+    const watched = socket[WATCHED];
+    if (watched === undefined || watched.busy === 0) return;
+    // The most recently active idle socket goes last.
+    if (--watched.busy === 0) watched.idleSince = this.idleCount++;
   }
 
   /** Closes the oldest idle sockets (never the one that just arrived) down to the low-water mark. */
   private reclaim(newcomer: Socket): void {
     const target = Math.floor(this.limit * LOW_WATER);
-    for (const socket of this.idle) {
+    const idle = [...this.sockets].filter((s) => s !== newcomer && !s.destroyed && s[WATCHED]!.busy === 0);
+    idle.sort((a, b) => a[WATCHED]!.idleSince - b[WATCHED]!.idleSince);
+    for (const socket of idle) {
       if (this.open <= target) break;
-      if (socket === newcomer) continue;
-      this.idle.delete(socket);
+      this.sockets.delete(socket);
       this.reclaimedCount++;
       socket.destroy();
     }

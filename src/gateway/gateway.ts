@@ -19,7 +19,7 @@ import { defaultMaxConnections, openFileLimit } from "./connection-limit.js";
 import { liveStateFrom } from "./live-state.js";
 import { reloadGateway } from "./reload.js";
 import type { GatewayParts, LiveState } from "./runtime.js";
-import { createGatewayServer } from "./server.js";
+import { createGatewayServer, type RequestWatcher } from "./server.js";
 import { settingsFrom, type GatewaySettings } from "./settings.js";
 import { InFlightRequests, shutDown } from "./shutdown.js";
 import { checkEnvironment, randomHashKey, wireGateway } from "./wiring.js";
@@ -165,12 +165,25 @@ export class Gateway {
       reload: () => this.reloadFromSource(),
     };
     const ownAdminPort = config.server.admin_port !== undefined;
-    this.server = createGatewayServer(this.parts, hooks, { api: true, admin: !ownAdminPort });
+    const requests: RequestWatcher = {
+      started: (socket) => {
+        this.requests.started();
+        this.connections.requestStarted(socket);
+      },
+      ended: (socket) => {
+        this.connections.requestEnded(socket);
+        this.requests.ended();
+      },
+    };
+    this.server = createGatewayServer(
+      this.parts,
+      { ...hooks, requests },
+      { api: true, admin: !ownAdminPort },
+    );
     this.adminServer = ownAdminPort
       ? createGatewayServer(this.parts, hooks, { api: false, admin: true })
       : undefined;
     this.connections = new ConnectionGuard(this.server, maxConnectionsOf(wired.settings, this.fileLimit));
-    this.requests.watch(this.server);
     const sweep = (): void => {
       void this.parts.bindings.sweep(clock.nowMs(), SWEEP_BATCH);
       this.cancelSweep = background.after(SWEEP_INTERVAL_MS, sweep);

@@ -7,6 +7,7 @@ import {
   type Server,
   type ServerResponse,
 } from "node:http";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { GatewayError, toGatewayError, type ErrorCode } from "../core/errors.js";
 import { createRequestTracer } from "../tracing/request-tracer.js";
@@ -50,6 +51,16 @@ export interface ServerHooks extends AdminActions {
   accepting(): boolean;
   /** Requests in progress (the gateway ends them at the end of a shutdown's grace). */
   readonly live: Set<RequestContext>;
+  /**
+   * Told when each request begins and when its response closes (the API server's: in-flight count, idle
+   * connections), by the request's own handler and close listener rather than listeners of their own.
+   */
+  readonly requests?: RequestWatcher | undefined;
+}
+
+export interface RequestWatcher {
+  started(socket: Socket): void;
+  ended(socket: Socket): void;
 }
 
 /**
@@ -148,6 +159,7 @@ export function createGatewayServer(
   );
   // undefined when server.tracing is off: then each hook below is a no-op.
   const tracer = createRequestTracer(startSettings.tracing, rt.logger);
+  const watcher = hooks.requests;
   server.on("close", () => void tracer?.shutdown());
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -165,6 +177,7 @@ export function createGatewayServer(
       path,
     );
     const socket = req.socket;
+    watcher?.started(socket);
     tracer?.begin(ctx, req.headers);
     hooks.live.add(ctx);
     const cancelDeadline = rt.timers.after(live.settings.requestTimeoutMs, () =>
@@ -187,6 +200,7 @@ export function createGatewayServer(
       answeredRaw.delete(socket);
       closed = true;
       if (handled) finish(ctx, res, answered);
+      watcher?.ended(socket);
     });
     try {
       checkFraming(req, method);

@@ -14,14 +14,14 @@ export class InFlightRequests {
   /** Resolved (and cleared) when the last in-flight request ends: shutdown waits on it. */
   private onIdle: (() => void) | undefined;
 
-  /** Counts the server's requests from now on (each until its response closes). */
-  watch(server: Server): void {
-    server.on("request", (_req, res) => {
-      this.active++;
-      res.once("close", () => {
-        if (--this.active === 0) this.onIdle?.();
-      });
-    });
+  /** A request of the API server began (server.ts calls it: no listener of its own per request). */
+  started(): void {
+    this.active++;
+  }
+
+  /** That request's response closed. */
+  ended(): void {
+    if (--this.active === 0) this.onIdle?.();
   }
 
   get count(): number {

@@ -1,15 +1,19 @@
 // Relays an engine's SSE stream event by event: splices the metadata into the engine's first chunk, reads
 // the usage chunk, and drops it when only the gateway asked for it.
+import { ByteNeedle } from "./byte-needle.js";
 import { receiptMembers, spliceMemberIntoJson } from "./response-metadata.js";
 import type { StreamReceipt, StreamRelay } from "./stream-relay.js";
 import { usageFrom, type TokenUsage } from "./usage.js";
 
-const DONE = Buffer.from("data: [DONE]");
-const USAGE_OBJECT = Buffer.from('"usage":{');
-const EMPTY_CHOICES = Buffer.from('"choices":[]');
-const EVENT_END = Buffer.from("\n\n");
+// Each found by a byte that a chunk's JSON holds at most once (byte-needle.ts says why): no key of a chunk
+// holds an upper-case N, "logprobs" is the only one with a g, and `]` ends its choices.
+const DONE = new ByteNeedle("data: [DONE]", "N");
+const USAGE_OBJECT = new ByteNeedle('"usage":{', "g");
+const EMPTY_CHOICES = new ByteNeedle('"choices":[]', "]");
+const EVENT_END = new ByteNeedle("\n\n", "\n");
 const DATA_PREFIX = Buffer.from("data: ");
 const DONE_EVENT = Buffer.from("data: [DONE]\n\n");
+const BLANK_LINE = Buffer.from("\n\n");
 
 /** Chat and text completion streams: `data: {chunk}` events ended by `data: [DONE]`. */
 export class SseRelay implements StreamRelay {
@@ -70,14 +74,14 @@ export class SseRelay implements StreamRelay {
   push(input: Buffer): Buffer[] {
     const chunk = this.held === undefined ? input : Buffer.concat([this.held, input]);
     this.held = undefined;
-    const lastEnd = chunk.lastIndexOf(EVENT_END);
+    const lastEnd = chunk.lastIndexOf(BLANK_LINE);
     const complete = lastEnd < 0 ? 0 : lastEnd + EVENT_END.length; // [0, complete) holds whole events
     if (complete < chunk.length) this.held = chunk.subarray(complete);
     if (!this.done) this.countGenerated(chunk, complete);
     const out: Buffer[] = [];
     let from = 0;
     while (this.member !== undefined && from < complete) {
-      const end = chunk.indexOf(EVENT_END, from) + EVENT_END.length;
+      const end = EVENT_END.in(chunk, from, complete) + EVENT_END.length;
       const spliced = this.spliceInto(chunk, from, end);
       if (spliced !== undefined) out.push(spliced);
       else this.scan(chunk, from, end, out);
@@ -95,23 +99,23 @@ export class SseRelay implements StreamRelay {
     if (chunk.compare(DATA_PREFIX, 0, DATA_PREFIX.length, start, start + DATA_PREFIX.length) !== 0)
       return undefined;
     const payloadEnd = end - EVENT_END.length;
-    const usageAt = find(chunk, USAGE_OBJECT, start, payloadEnd);
+    const usageAt = USAGE_OBJECT.in(chunk, start, payloadEnd);
     if (usageAt >= 0 && this.readUsage(chunk, start, payloadEnd) === "drop") return undefined;
     const payload = chunk.subarray(start + DATA_PREFIX.length, payloadEnd);
     const spliced = spliceMemberIntoJson(payload, this.member!);
     if (spliced === undefined) return undefined;
     this.member = undefined;
-    return Buffer.concat([DATA_PREFIX, spliced, EVENT_END]);
+    return Buffer.concat([DATA_PREFIX, spliced, BLANK_LINE]);
   }
 
   /** Appends to `out` the events of chunk[start, end): passed through, `[DONE]` noted, usage read or dropped. */
   private scan(chunk: Buffer, start: number, end: number, out: Buffer[]): void {
     let passFrom = start; // bytes from passFrom on are forwarded as one slice
     if (!this.done && findDone(chunk, start, end) >= 0) this.done = true;
-    let usageAt = find(chunk, USAGE_OBJECT, start, end);
+    let usageAt = USAGE_OBJECT.in(chunk, start, end);
     while (usageAt >= 0) {
       const eventAt = eventStart(chunk, usageAt, start);
-      const eventEnd = chunk.indexOf(EVENT_END, usageAt);
+      const eventEnd = EVENT_END.in(chunk, usageAt, chunk.length);
       if (this.readUsage(chunk, eventAt, eventEnd) === "drop") {
         if (eventAt > passFrom) out.push(chunk.subarray(passFrom, eventAt));
         passFrom = eventEnd + EVENT_END.length;
@@ -123,7 +127,7 @@ export class SseRelay implements StreamRelay {
           passFrom = eventEnd; // its blank line passes with what follows
         }
       }
-      usageAt = find(chunk, USAGE_OBJECT, eventEnd, end);
+      usageAt = USAGE_OBJECT.in(chunk, eventEnd, end);
     }
     if (end > passFrom) out.push(chunk.subarray(passFrom, end));
   }
@@ -150,12 +154,12 @@ export class SseRelay implements StreamRelay {
   /** Adds the generation events of chunk[0, complete): every event, less usage-only ones and `[DONE]`. */
   private countGenerated(chunk: Buffer, complete: number): void {
     let events = 0;
-    for (let at = find(chunk, EVENT_END, 0, complete); at >= 0; at = find(chunk, EVENT_END, at + 2, complete))
+    for (let at = EVENT_END.in(chunk, 0, complete); at >= 0; at = EVENT_END.in(chunk, at + 2, complete))
       events++;
     for (
-      let at = find(chunk, EMPTY_CHOICES, 0, complete);
+      let at = EMPTY_CHOICES.in(chunk, 0, complete);
       at >= 0;
-      at = find(chunk, EMPTY_CHOICES, at + 1, complete)
+      at = EMPTY_CHOICES.in(chunk, at + 1, complete)
     )
       events--;
     if (findDone(chunk, 0, complete) >= 0) events--;
@@ -180,27 +184,20 @@ export class SseRelay implements StreamRelay {
       return "pass";
     }
     this.usageSeen = usageFrom((parsed as { usage?: unknown }).usage) ?? this.usageSeen;
-    const choicesAt = chunk.indexOf(EMPTY_CHOICES, start);
-    const usageOnly = choicesAt >= 0 && choicesAt < end;
+    const usageOnly = EMPTY_CHOICES.in(chunk, start, end) >= 0;
     return this.stripUsage && usageOnly ? "drop" : "pass";
   }
 }
 
-/** The first `needle` in chunk[from, before), or -1. */
-function find(chunk: Buffer, needle: Buffer, from: number, before: number): number {
-  const at = chunk.indexOf(needle, from);
-  return at < before ? at : -1;
-}
-
 /** Where the event holding byte `at` starts: just after the previous blank line, or at `floor`. */
 function eventStart(chunk: Buffer, at: number, floor: number): number {
-  const previousEnd = chunk.lastIndexOf(EVENT_END, at);
+  const previousEnd = chunk.lastIndexOf(BLANK_LINE, at);
   return previousEnd < floor ? floor : previousEnd + EVENT_END.length;
 }
 
 /** The first event in chunk[from, before) that is `data: [DONE]`; the text inside another event does not count. */
 function findDone(chunk: Buffer, from: number, before: number): number {
-  for (let at = find(chunk, DONE, from, before); at >= 0; at = find(chunk, DONE, at + 1, before)) {
+  for (let at = DONE.in(chunk, from, before); at >= 0; at = DONE.in(chunk, at + 1, before)) {
     if (at === from || (chunk[at - 1] === 0x0a && chunk[at - 2] === 0x0a)) return at;
   }
   return -1;

@@ -97,55 +97,91 @@ export interface RoutedTurn {
   readonly route: RouteDecision;
   /** The session's binding, looked up once for the turn: routing reads it, the first attempt places by it. */
   readonly binding: LookedUp;
-  /** The budget hold (awaited once the tier is known: a refusal's answer still names the tier). */
-  readonly holding: Promise<BudgetHold | undefined>;
+  /**
+   * The budget hold (awaited once the tier is known: a refusal's answer still names the tier); no promise when
+   * the request is not charged to a budget.
+   */
+  readonly holding: Holding;
   /** The turn's route receipt in the making, when it is receipted. */
   readonly receipt: PendingReceipt | undefined;
 }
+
+type Holding = BudgetHold | undefined | Promise<BudgetHold | undefined>;
 
 /**
  * Routes the turn. The budget hold starts first, so that with both stores in Redis its round trip runs
  * alongside the binding lookup's; the answer carries the receipt only once the previous turn is in (a shared
  * store's read is bounded). Routing failed: its error is the answer, and a hold granted meanwhile is freed.
+ * With the memory stores every step answers at once, and so does this (no promise, no microtask).
  */
-export async function routeTurn(
+export function routeTurn(
   deps: CompletionDeps,
   live: LiveState,
   admission: Admission,
   parsed: ParsedTurn,
   session: TurnSession,
   charged: boolean,
-): Promise<RoutedTurn> {
+): RoutedTurn | Promise<RoutedTurn> {
   const { request } = parsed;
   const { sessionId } = session;
   const receipt =
     charged && live.settings.receipts.enabled ? deps.receipts.begin(sessionId, request) : undefined;
-  const holding = charged ? reserveBudget(admission, request, deps.clock.nowMs()) : NO_HOLD;
-  void holding.catch(() => undefined);
+  const holding = charged ? reserveBudget(admission, request, deps.clock.nowMs()) : undefined;
+  if (holding instanceof Promise) void holding.catch(() => undefined);
   try {
-    const binding = await deps.scheduler.lookup(sessionId);
-    if (receipt !== undefined && !receipt.loaded) await receipt.reading;
-    const { client } = admission;
-    const routing = routeRequest(
-      deps,
-      live,
-      client,
-      sessionId,
-      request,
-      session.conversation,
-      binding.binding,
-    );
-    return { route: routing instanceof Promise ? await routing : routing, binding, holding, receipt };
+    const looking = deps.scheduler.lookup(sessionId);
+    if (!(looking instanceof Promise) && (receipt === undefined || receipt.loaded)) {
+      const routed = routeBy(deps, live, admission, request, session, looking, holding, receipt);
+      return routed instanceof Promise
+        ? routed.catch((err: unknown) => freeHold(deps, holding, err))
+        : routed;
+    }
+    return (async () => {
+      const binding = await looking;
+      if (receipt !== undefined && !receipt.loaded) await receipt.reading;
+      return routeBy(deps, live, admission, request, session, binding, holding, receipt);
+    })().catch((err: unknown) => freeHold(deps, holding, err));
   } catch (err) {
+    return freeHold(deps, holding, err);
+  }
+}
+
+/** routeTurn() once the session's binding is known (and the previous turn's receipt read). */
+function routeBy(
+  deps: CompletionDeps,
+  live: LiveState,
+  admission: Admission,
+  request: CompletionRequest,
+  session: TurnSession,
+  binding: LookedUp,
+  holding: Holding,
+  receipt: PendingReceipt | undefined,
+): RoutedTurn | Promise<RoutedTurn> {
+  const { sessionId, conversation } = session;
+  const routing = routeRequest(
+    deps,
+    live,
+    admission.client,
+    sessionId,
+    request,
+    conversation,
+    binding.binding,
+  );
+  return routing instanceof Promise
+    ? routing.then((route) => ({ route, binding, holding, receipt }))
+    : { route: routing, binding, holding, receipt };
+}
+
+/** Routing failed: a hold granted meanwhile is freed, and the failure goes on. */
+function freeHold(deps: CompletionDeps, holding: Holding, err: unknown): never {
+  if (holding instanceof Promise) {
     void holding.then(
       (granted) => granted?.settle(undefined, deps.clock.nowMs()),
       () => undefined,
     );
-    throw err;
-  }
+  } else holding?.settle(undefined, deps.clock.nowMs());
+  throw err;
 }
-
-const NO_HOLD: Promise<BudgetHold | undefined> = Promise.resolve(undefined);
 
 /** Who goes next when the engine is full: the request's flow (its agent, else the client's session) and band. */
 export function turnFlow(

@@ -2,6 +2,7 @@
 // withholds an engine's error event mid-answer (and whatever follows it), so that the attempt treats it as a
 // broken stream and another engine can take the answer on. The events are parsed only when the transcript is
 // read (a break) or past RECORD_AFTER_BYTES of them: most answers end whole, and then nothing is parsed at all.
+import { ByteNeedle } from "../byte-needle.js";
 import type { StreamBreak, StreamRelay } from "../stream-relay.js";
 import type { TokenUsage } from "../usage.js";
 import { dataJson, isRecord, parseEvents } from "./sse-events.js";
@@ -9,8 +10,9 @@ import type { AnswerTranscript } from "./transcript.js";
 
 /** Bytes of relayed events kept unparsed, at most: past them they are parsed into the transcript and let go. */
 const RECORD_AFTER_BYTES = 64 * 1024;
-const ERROR_DATA = Buffer.from('data: {"error"');
-const ERROR_EVENT = Buffer.from("event: error\n");
+const ERROR_DATA = new ByteNeedle('data: {"error"', "{");
+// By `{` (three per chat chunk) and `v` (no key of a chat chunk or Messages event holds one).
+const ERROR_EVENT = new ByteNeedle("event: error\n", "v");
 
 export class RecordingRelay implements StreamRelay {
   stopped: StreamBreak | undefined;
@@ -45,8 +47,7 @@ export class RecordingRelay implements StreamRelay {
     const out = this.inner.push(input);
     this.stopped ??= this.inner.stopped;
     if (out.length === 0) return out;
-    if (out.some((bytes) => bytes.includes(ERROR_DATA) || bytes.includes(ERROR_EVENT)))
-      return this.untilError(out);
+    if (out.some(mayHoldError)) return this.untilError(out);
     for (const bytes of out) {
       this.unread.push(bytes);
       this.unreadBytes += bytes.length;
@@ -94,6 +95,11 @@ export class RecordingRelay implements StreamRelay {
   errorEnding(message: string, code: string): Buffer[] {
     return this.inner.errorEnding(message, code);
   }
+}
+
+/** Whether the bytes hold what starts an error event: the check before events are parsed for one. */
+function mayHoldError(bytes: Buffer): boolean {
+  return ERROR_DATA.in(bytes, 0, bytes.length) >= 0 || ERROR_EVENT.in(bytes, 0, bytes.length) >= 0;
 }
 
 function isErrorEvent(event: { name: string | undefined; data: string }): boolean {
