@@ -172,6 +172,22 @@ export class EngineIndex {
   }
 
   /**
+   * The chain of `length` content keys ending at `lastKey`, walked back by the parents the index keeps, first
+   * block first; undefined when the index does not hold every one of them (one was evicted, or never reported).
+   */
+  chainTo(lastKey: number, length: number): Float64Array | undefined {
+    const chain = new Float64Array(length);
+    let key = lastKey;
+    for (let at = length - 1; at >= 0; at--) {
+      const parent = this.recency.get(key);
+      if (parent === undefined) return undefined;
+      chain[at] = key;
+      key = parent;
+    }
+    return chain;
+  }
+
+  /**
    * Blocks the engine has free without evicting anything, as far as its events tell: none known to be short
    * (Infinity) until it first evicted, then its peak held count less what it holds now.
    */

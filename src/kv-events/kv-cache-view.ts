@@ -52,7 +52,9 @@ interface SharedEntry {
   readonly engine: string;
   /** Its PendingBlocks id on that engine (undefined: nothing to wait for, only its end's touch matters). */
   readonly pendingId: number | undefined;
-  readonly tailKeys: Float64Array;
+  /** The prompt's keys: all of them when the index held the anchor's chain, else those from the anchor on. */
+  readonly keys: Float64Array;
+  /** The key before `keys` (undefined when `keys` is the whole prompt). */
   readonly anchor: number | undefined;
   readonly receivedAtMs: number;
 }
@@ -98,16 +100,24 @@ export class KvCacheView {
     if (subscription === undefined || this.shared.has(name)) return;
     const size = subscription.subscriber.index.blockSizeTokens;
     if (size !== 0 && size !== message.blockSizeTokens) return;
+    const { index } = subscription.subscriber;
     const tailKeys = Float64Array.from(message.tailKeys);
-    const pendingId = subscription.pending.addShared({ ...message, tailKeys }, nowMs);
-    for (const key of tailKeys) subscription.inFlight.set(key, (subscription.inFlight.get(key) ?? 0) + 1);
-    this.shared.set(name, {
-      engine: message.engine,
-      pendingId,
-      tailKeys,
-      anchor: message.anchor,
-      receivedAtMs: nowMs,
-    });
+    // The blocks before the anchor are the engine's (the sender found them there): with their chain from the
+    // index, the prompt is tracked whole, its shared prefix (a system prompt) in use while it runs.
+    const prefix = message.anchor === undefined ? undefined : index.chainTo(message.anchor, message.offset);
+    let keys = tailKeys;
+    let anchor = message.anchor;
+    let pendingId: number | undefined;
+    if (prefix !== undefined) {
+      keys = new Float64Array(prefix.length + tailKeys.length);
+      keys.set(prefix);
+      keys.set(tailKeys, prefix.length);
+      anchor = undefined;
+      const blocks = { promptTokens: message.promptTokens, keys, blockSizeTokens: message.blockSizeTokens };
+      pendingId = subscription.pending.add(blocks, message.offset, nowMs);
+    } else pendingId = subscription.pending.addShared({ ...message, tailKeys }, nowMs);
+    for (const key of keys) subscription.inFlight.set(key, (subscription.inFlight.get(key) ?? 0) + 1);
+    this.shared.set(name, { engine: message.engine, pendingId, keys, anchor, receivedAtMs: nowMs });
   }
 
   /** The other replicas' messages may have been missed (the channel dropped): forget their sends. */
@@ -120,10 +130,10 @@ export class KvCacheView {
     const subscription = this.subscriptions.get(entry.engine);
     if (subscription === undefined) return;
     if (entry.pendingId !== undefined) subscription.pending.release(entry.pendingId);
-    releaseInFlight(subscription.inFlight, entry.tailKeys);
+    releaseInFlight(subscription.inFlight, entry.keys);
     if (!touch) return;
     const index = subscription.subscriber.index;
-    index.touch(entry.tailKeys, entry.tailKeys.length);
+    index.touch(entry.keys, entry.keys.length);
     if (entry.anchor !== undefined) index.touchChain(entry.anchor);
   }
 

@@ -118,6 +118,17 @@ describe("EngineIndex.touchChain", () => {
     fresh.stored(storedEvent([5n, 6n, 7n, 8n], null, b, SIZE, null));
     expect(fresh.forecastRun(keysA, 4, 4, () => false)).toBe(0);
   });
+
+  it("gives a held chain back from its last key (chainTo), and nothing when a block of it is gone", () => {
+    const index = new EngineIndex(1_000);
+    const a = Array.from({ length: 4 * SIZE }, (_, i) => 10 + i);
+    index.stored(storedEvent([1n, 2n, 3n, 4n], null, a, SIZE, null));
+    const keys = promptBlocksOf([...a, 1], SIZE, undefined).keys;
+    expect(Array.from(index.chainTo(keys[2]!, 3)!)).toEqual(Array.from(keys.subarray(0, 3)));
+    expect(index.chainTo(keys[2]!, 4)).toBeUndefined(); // longer than the chain
+    index.removed({ type: "BlockRemoved", blockHashes: [2n], medium: "GPU", groupIdx: 0 });
+    expect(index.chainTo(keys[3]!, 4)).toBeUndefined();
+  });
 });
 
 describe("two replicas sharing their sends through Redis", () => {
