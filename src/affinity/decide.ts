@@ -15,7 +15,6 @@ import {
   cheaperSpill,
   cheapestEngine,
   DEFAULT_KV_MOVE_MIN_TOKENS,
-  queueRelief,
   type KvPlacementContext,
 } from "./kv-placement.js";
 
@@ -190,16 +189,6 @@ export function decidePlacement<T extends SchedulingCandidate>(
         }
       }
       const refresh: readonly BindingEffect[] = [{ kind: "refresh", sessionId, expiresAtMs }];
-      if (kv !== undefined && settings.loadFactor > 0 && hasFreeSlot(pinned)) {
-        const moveMin = settings.kvMoveMinTokens ?? DEFAULT_KV_MOVE_MIN_TOKENS;
-        const relief = queueRelief(kv, hashSession(sessionId), pinned, 2 * moveMin);
-        if (relief !== undefined)
-          return {
-            selection: { backend: relief, affinityHit: false, reason: "spill" },
-            effects: refresh,
-            outcome: "spill",
-          };
-      }
       // The hit path: a free slot (always, under uniform load) means no pipeline.
       if (settings.loadFactor > 0 && !hasFreeSlot(pinned)) {
         const spill =

@@ -111,25 +111,6 @@ export function cheaperSpill<T extends SchedulingCandidate>(
 }
 
 /**
- * Where a bound session's turn goes instead of `home`, which could start it now, because the prefill queued ahead
- * of it there outweighs what it would recompute elsewhere: the cheapest engine free now (kvSpillPipeline), when
- * it costs at least `marginTokens` less than `home`. The binding stays. A long conversation almost never leaves
- * (twice its held tokens against a queue difference); a sub-agent's short one does, instead of waiting behind
- * another session's 100k-token prefill. Undefined: stay.
- */
-export function queueRelief<T extends SchedulingCandidate>(
-  context: KvPlacementContext<T>,
-  key: Hash64,
-  home: T,
-  marginTokens: number,
-): T | undefined {
-  if (context.cachedTokens.get(home.id) === undefined) return undefined; // no events there: nothing to weigh
-  const target = cheapest(context, key, kvSpillPipeline);
-  if (target === undefined || target.id === home.id) return undefined;
-  return kvCostOf(context, target) + marginTokens < kvCostOf(context, home) ? target : undefined;
-}
-
-/**
  * Another engine worth moving the session to from `current`: of the engines holding at least `moveMinTokens`
  * more of the prompt than `current` (free now, for a bound session), the cheapest, if it costs less than
  * `current`. Undefined: stay.
