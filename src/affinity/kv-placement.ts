@@ -11,8 +11,9 @@
 // - A bound session leaves its engine only for one that holds at least `move_min_tokens` more of its prompt and
 //   costs less (its engine evicted it, or its blocks are elsewhere): one more prefill on its own engine costs
 //   less than scattering sessions, and a move for load alone would strand the session's cache.
-// - A bound session whose engine has no free slot spills to the cheapest engine free now, if that costs less
-//   than waiting at home; otherwise it waits for a slot where its cache is.
+// - A bound session whose engine has no free slot spills to the cheapest engine free now (within the load bound
+//   or holding half its prompt, as a move's target must be too), if that costs less than waiting at home;
+//   otherwise it waits for a slot where its cache is.
 // When no engine that may take the request holds any of it, placement is as without events; engines without
 // events hold "nothing known" and have no known work here.
 import type { SchedulingCandidate } from "./decide.js";

@@ -8,6 +8,7 @@ import {
   roomTokensOf,
 } from "../kv-events/cached-tokens.js";
 import type { KvCacheView } from "../kv-events/kv-cache-view.js";
+import type { PromptBlocks } from "../kv-events/prompt-blocks.js";
 import type { Balancer } from "./balancers.js";
 import type { BindingLookup, BindingStore } from "./binding-store.js";
 import {
@@ -77,6 +78,12 @@ export interface LookedUp {
 const NOT_BOUND: LookedUp = { binding: undefined };
 
 /** A placement: at once when the store answered at once, else once it does. */
+/** The KV side of a send: the prediction for the chosen engine and the release of its pending blocks. */
+interface KvSend {
+  readonly expectedCachedTokens: number;
+  readonly releaseKvPending: (() => void) | undefined;
+}
+
 export type Placed<T extends SchedulingCandidate> =
   Selection<T> | undefined | Promise<Selection<T> | undefined>;
 
@@ -201,20 +208,32 @@ export class PlacementService {
       roomTokens: kvKnown && roomTokensOf(kvKnown, candidateIds(candidates)),
       promptTokens: kvKnown && promptTokensOf(kvKnown, candidateIds(candidates), blocksOf),
     });
-    const applying = decision.effects.length > 0 ? this.store.apply(decision.effects, nowMs) : undefined;
+    // The prompt's blocks count as pending on its engine before anything is awaited: a request placed while
+    // this one waits for the store (a burst's next sub-agent) must find them (src/kv-events).
+    const kvPart =
+      decision.selection === undefined
+        ? undefined
+        : this.kvSend(kv, decision.selection.backend.id, cachedTokens, activeTokens, blocksOf);
+    const release = (err: unknown): never => {
+      kvPart?.releaseKvPending?.();
+      throw err;
+    };
+    let applying: void | Promise<void> = undefined;
+    try {
+      if (decision.effects.length > 0) applying = this.store.apply(decision.effects, nowMs);
+    } catch (err) {
+      release(err);
+    }
     if (applying instanceof Promise)
-      return applying.then(() => this.selected(decision, tier, kv, cachedTokens, activeTokens, hints));
-    return this.selected(decision, tier, kv, cachedTokens, activeTokens, hints);
+      return applying.then(() => this.selected(decision, tier, kvPart), release);
+    return this.selected(decision, tier, kvPart);
   }
 
-  /** The decision's selection, once its effects are in the store: counted, and its KV forecast added. */
+  /** The decision's selection, once its effects are in the store: counted, and its KV prediction added. */
   private selected<T extends SchedulingCandidate>(
     decision: PlacementDecision<T>,
     tier: string,
-    kv: KvCacheView | undefined,
-    cachedTokens: ReturnType<typeof cachedTokensOf>,
-    activeTokens: ReturnType<typeof activeTokensOf> | undefined,
-    hints: PlacementHints,
+    kvPart: KvSend | undefined,
   ): Selection<T> | undefined {
     if (decision.selection === undefined) return undefined;
     if (decision.outcome === "hit") {
@@ -223,22 +242,32 @@ export class PlacementService {
       this.recorder.miss(tier);
       if (decision.outcome === "spill") this.recorder.spill(tier);
     }
-    const backendId = decision.selection.backend.id;
-    const held = cachedTokens?.get(backendId);
-    if (held === undefined || kv === undefined) return decision.selection;
-    const blocks = hints.kvPromptBlocks?.(blockSizeFor(kv, backendId));
-    // What it holds now, less what it will evict for the work sent there before this request.
-    const expected =
-      blocks === undefined
-        ? held
-        : kv.forecastHeld(backendId, blocks, held, activeTokens?.get(backendId) ?? 0);
-    // The prompt's blocks count as held on its engine until its events report them (src/kv-events).
-    const releaseKvPending = blocks === undefined ? undefined : kv.sent(backendId, blocks);
+    if (kvPart === undefined) return decision.selection;
     // Written out rather than spread (a spread plus new members costs microseconds in V8).
     const { backend, affinityHit, reason } = decision.selection;
+    const { expectedCachedTokens, releaseKvPending } = kvPart;
     return releaseKvPending === undefined
-      ? { backend, affinityHit, reason, expectedCachedTokens: expected }
-      : { backend, affinityHit, reason, expectedCachedTokens: expected, releaseKvPending };
+      ? { backend, affinityHit, reason, expectedCachedTokens }
+      : { backend, affinityHit, reason, expectedCachedTokens, releaseKvPending };
+  }
+
+  /**
+   * The prediction for the chosen engine (what it holds now, less what it will evict for the work sent there
+   * before this request), and the prompt's pending blocks recorded there; undefined when it publishes no events.
+   */
+  private kvSend(
+    kv: KvCacheView | undefined,
+    backendId: string,
+    cachedTokens: ReadonlyMap<string, number> | undefined,
+    activeTokens: ReadonlyMap<string, number> | undefined,
+    blocksOf: (size: number) => PromptBlocks | undefined,
+  ): KvSend | undefined {
+    const held = cachedTokens?.get(backendId);
+    if (held === undefined || kv === undefined) return undefined;
+    const blocks = blocksOf(blockSizeFor(kv, backendId));
+    if (blocks === undefined) return { expectedCachedTokens: held, releaseKvPending: undefined };
+    const expectedCachedTokens = kv.forecastHeld(backendId, blocks, held, activeTokens?.get(backendId) ?? 0);
+    return { expectedCachedTokens, releaseKvPending: kv.sent(backendId, blocks) };
   }
 
   /** An attempt placed by place() ended (answered, failed, cancelled): what it held pending is let go. */

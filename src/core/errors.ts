@@ -43,6 +43,7 @@ const CODES = {
   engine_start_failed: { status: 503, type: "service_unavailable_error" }, // `start` could not launch an engine
   kv_events_invalid: { status: 502, type: "upstream_error" }, // an engine's KV-event payload is not vLLM's format
   kv_events_replay_failed: { status: 504, type: "upstream_error" }, // an engine's replay socket did not answer
+  kv_shared_pending_invalid: { status: 500, type: "internal_error" }, // another replica's pending-send message
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof CODES;

@@ -1,5 +1,6 @@
 // Builds a gateway's services from its first settings snapshot: registry, stores, scheduler, slots, pools, metrics.
 import { createKvCacheView, kvEventsBackendsOf } from "../kv-events/gateway-hooks.js";
+import { shareKvPendingOverRedis } from "../kv-events/redis-pending-share.js";
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { BackendSlots } from "../admission/backend-slots.js";
@@ -150,8 +151,21 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     health: { up: () => undefined, error: () => metrics.budgetStore.error() },
   });
   const bindings = createBindingStore(settings, { table, metrics, logger: storeLog });
-  const kvCache = createKvCacheView(config, logger, clock);
+  const kvCache = createKvCacheView(config, logger, clock, randomBytes(8).toString("hex"));
   kvCache.configure(kvEventsBackendsOf(config.backends));
+  const bindingStore = settings.stores.bindings;
+  // Replicas sharing bindings in Redis also tell each other their sends to engines with KV events.
+  if (bindingStore.kind === "redis")
+    shareKvPendingOverRedis(kvCache, bindingStore, {
+      logger: storeLog,
+      // Its errors count as the binding store's; the store's up gauge stays its own link's.
+      health: { up: () => undefined, error: () => metrics.bindingStore.error() },
+      onInvalid: (err) =>
+        logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          "KV events: skipped a malformed shared pending-send message",
+        ),
+    });
   const scheduler = new PlacementService({
     ...schedulerSettingsOf(settings, random),
     store: bindings,

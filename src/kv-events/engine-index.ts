@@ -48,9 +48,10 @@ export class EngineIndex {
   private readonly sessions = new Map<string, number[]>();
   /**
    * Content keys held, least recently used first: stored, or touched when a request that reused them ended
-   * (forecastRun() walks it as the engine's free queue evicts).
+   * (forecastRun() walks it as the engine's free queue evicts). The value is the key's parent in its chain, so
+   * a prompt known only by its last held block (another replica's, shared-pending.ts) can be touched whole.
    */
-  private readonly recency = new Map<number, undefined>();
+  private readonly recency = new Map<number, number>();
   /** Most blocks held at once: the engine's capacity as far as its events tell (read once it has evicted). */
   private peakBlocks = 0;
   /** Whether the engine has evicted a block (its cache filled up): until then it has free blocks to spare. */
@@ -99,6 +100,7 @@ export class EngineIndex {
       const start = index * size;
       if (start + size > tokens.length) return;
       const contentKey = hashBlock(parentKey, tokens, start, size);
+      const parentOfBlock = parentKey;
       parentKey = contentKey;
       chain.push(contentKey);
       const key = engineHashKey(hash);
@@ -109,7 +111,7 @@ export class EngineIndex {
       this.byEngineHash.set(key, contentKey);
       this.contentKeys.set(contentKey, (this.contentKeys.get(contentKey) ?? 0) + 1);
       this.recency.delete(contentKey);
-      this.recency.set(contentKey, undefined);
+      this.recency.set(contentKey, parentOfBlock);
     });
     if (this.byEngineHash.size > this.peakBlocks) this.peakBlocks = this.byEngineHash.size;
     if (event.sessionId !== null) this.recordSession(event.sessionId, event.parentBlockHash, chain);
@@ -147,10 +149,42 @@ export class EngineIndex {
   touch(keys: ArrayLike<number>, count: number): void {
     for (let index = Math.min(count, keys.length) - 1; index >= 0; index--) {
       const key = keys[index] as number;
-      if (!this.contentKeys.has(key)) continue;
+      const parent = this.recency.get(key);
+      if (parent === undefined) continue;
       this.recency.delete(key);
-      this.recency.set(key, undefined);
+      this.recency.set(key, parent);
     }
+  }
+
+  /**
+   * Like touch(), for a prompt known by the content key of its last block held here (`lastKey`): that block and
+   * its ancestors, walked by their parents, become the most recently used, the first block last.
+   */
+  touchChain(lastKey: number): void {
+    let key = lastKey;
+    for (let steps = this.recency.size; steps > 0; steps--) {
+      const parent = this.recency.get(key);
+      if (parent === undefined) return;
+      this.recency.delete(key);
+      this.recency.set(key, parent);
+      key = parent;
+    }
+  }
+
+  /**
+   * The chain of `length` content keys ending at `lastKey`, walked back by the parents the index keeps, first
+   * block first; undefined when the index does not hold every one of them (one was evicted, or never reported).
+   */
+  chainTo(lastKey: number, length: number): Float64Array | undefined {
+    const chain = new Float64Array(length);
+    let key = lastKey;
+    for (let at = length - 1; at >= 0; at--) {
+      const parent = this.recency.get(key);
+      if (parent === undefined) return undefined;
+      chain[at] = key;
+      key = parent;
+    }
+    return chain;
   }
 
   /**

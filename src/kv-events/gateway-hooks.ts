@@ -5,10 +5,16 @@ import type { Clock } from "../core/clock.js";
 import { KvCacheView, type KvEventsBackend } from "./kv-cache-view.js";
 
 /** The view of engines' caches; it subscribes to engines when the backends are applied (backend-changes.ts). */
-export function createKvCacheView(config: GatewayConfig, logger: Logger, clock: Clock): KvCacheView {
+export function createKvCacheView(
+  config: GatewayConfig,
+  logger: Logger,
+  clock: Clock,
+  replicaId: string,
+): KvCacheView {
   return new KvCacheView({
     replayTimeoutMs: config.affinity.kv_events.replay_timeout_seconds * 1000,
     clock,
+    replicaId,
     onError: (backendId, err) =>
       logger.warn(
         { backend: backendId, err: err instanceof Error ? err.message : String(err) },

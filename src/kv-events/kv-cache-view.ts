@@ -5,8 +5,9 @@
 import { systemClock, type Clock } from "../core/clock.js";
 import { EngineIndex } from "./engine-index.js";
 import { EngineSubscriber, type KvEventSource, type SubscriberStats } from "./engine-subscriber.js";
-import { PendingBlocks } from "./pending-blocks.js";
+import { DEFAULT_PENDING_TTL_MS, PendingBlocks } from "./pending-blocks.js";
 import type { PromptBlocks } from "./prompt-blocks.js";
+import type { PendingShare, SharedPendingMessage, SharedSend } from "./shared-pending.js";
 import type { DecodedBatch } from "./wire.js";
 
 export interface KvEventsBackend {
@@ -24,6 +25,8 @@ export interface KvCacheViewOptions {
   readonly pendingTtlMs?: number;
   readonly onError?: (backendId: string, err: unknown) => void;
   readonly onApplied?: (backendId: string, seq: bigint, batch: DecodedBatch) => void;
+  /** This replica's name in shared pending-send messages (share()); unique per process. */
+  readonly replicaId?: string;
 }
 
 /** What one engine holds of a request, in tokens; `via` says how it was matched. */
@@ -44,13 +47,103 @@ interface Subscription {
 /** Ends a sent prompt's pending entry (its request ended); calling it twice is harmless. */
 export type ReleasePending = () => void;
 
+/** A prompt another replica sent, as this view tracks it until its end comes (or the pending TTL passes). */
+interface SharedEntry {
+  readonly engine: string;
+  /** Its PendingBlocks id on that engine (undefined: nothing to wait for, only its end's touch matters). */
+  readonly pendingId: number | undefined;
+  /** The prompt's keys: all of them when the index held the anchor's chain, else those from the anchor on. */
+  readonly keys: Float64Array;
+  /** The key before `keys` (undefined when `keys` is the whole prompt). */
+  readonly anchor: number | undefined;
+  readonly receivedAtMs: number;
+}
+
 export class KvCacheView {
   private readonly subscriptions = new Map<string, Subscription>();
   private appliedWaiters: (() => void)[] = [];
   private readonly clock: Clock;
+  /** Where this replica's sends are told to the others (a Redis channel), when the fleet shares them. */
+  private pendingShare: PendingShare | undefined;
+  private nextSendId = 1;
+  /** "replica/id" -> the other replicas' sends not yet ended, oldest first. */
+  private readonly shared = new Map<string, SharedEntry>();
 
   constructor(private readonly options: KvCacheViewOptions) {
     this.clock = options.clock ?? systemClock;
+  }
+
+  /**
+   * Tells the other replicas every prompt sent from now on, and its end, through `share` (shared-pending.ts);
+   * their messages come in through applyShared().
+   */
+  share(share: PendingShare): void {
+    this.pendingShare = share;
+  }
+
+  /**
+   * Another replica sent a prompt to an engine, or its request ended: its blocks count as pending there, its
+   * prefill as work ahead, and at its end its blocks become the engine's most recently used, as for this
+   * replica's own sends. This replica's own messages, and engines it does not subscribe to, are skipped.
+   */
+  applyShared(message: SharedPendingMessage): void {
+    if (message.replica === this.options.replicaId) return;
+    const nowMs = this.clock.nowMs();
+    this.purgeShared(nowMs);
+    const name = `${message.replica}/${message.id}`;
+    if (message.kind === "ended") {
+      const entry = this.shared.get(name);
+      if (entry !== undefined) this.endShared(name, entry, true);
+      return;
+    }
+    const subscription = this.subscriptions.get(message.engine);
+    if (subscription === undefined || this.shared.has(name)) return;
+    const size = subscription.subscriber.index.blockSizeTokens;
+    if (size !== 0 && size !== message.blockSizeTokens) return;
+    const { index } = subscription.subscriber;
+    const tailKeys = Float64Array.from(message.tailKeys);
+    // The blocks before the anchor are the engine's (the sender found them there): with their chain from the
+    // index, the prompt is tracked whole, its shared prefix (a system prompt) in use while it runs.
+    const prefix = message.anchor === undefined ? undefined : index.chainTo(message.anchor, message.offset);
+    let keys = tailKeys;
+    let anchor = message.anchor;
+    let pendingId: number | undefined;
+    if (prefix !== undefined) {
+      keys = new Float64Array(prefix.length + tailKeys.length);
+      keys.set(prefix);
+      keys.set(tailKeys, prefix.length);
+      anchor = undefined;
+      const blocks = { promptTokens: message.promptTokens, keys, blockSizeTokens: message.blockSizeTokens };
+      pendingId = subscription.pending.add(blocks, message.offset, nowMs);
+    } else pendingId = subscription.pending.addShared({ ...message, tailKeys }, nowMs);
+    for (const key of keys) subscription.inFlight.set(key, (subscription.inFlight.get(key) ?? 0) + 1);
+    this.shared.set(name, { engine: message.engine, pendingId, keys, anchor, receivedAtMs: nowMs });
+  }
+
+  /** The other replicas' messages may have been missed (the channel dropped): forget their sends. */
+  forgetShared(): void {
+    for (const [name, entry] of this.shared) this.endShared(name, entry, false);
+  }
+
+  private endShared(name: string, entry: SharedEntry, touch: boolean): void {
+    this.shared.delete(name);
+    const subscription = this.subscriptions.get(entry.engine);
+    if (subscription === undefined) return;
+    if (entry.pendingId !== undefined) subscription.pending.release(entry.pendingId);
+    releaseInFlight(subscription.inFlight, entry.keys);
+    if (!touch) return;
+    const index = subscription.subscriber.index;
+    index.touch(entry.keys, entry.keys.length);
+    if (entry.anchor !== undefined) index.touchChain(entry.anchor);
+  }
+
+  /** Sends whose end never came (a replica died) leave after the pending TTL, as their pending blocks do. */
+  private purgeShared(nowMs: number): void {
+    const ttlMs = this.options.pendingTtlMs ?? DEFAULT_PENDING_TTL_MS;
+    for (const [name, entry] of this.shared) {
+      if (entry.receivedAtMs + ttlMs > nowMs) return;
+      this.endShared(name, entry, false);
+    }
   }
 
   /** Resolves after the next batch any engine's subscriber applies (tools and tests wait on it, not on time). */
@@ -144,18 +237,38 @@ export class KvCacheView {
     const id = pending.add(blocks, held, this.clock.nowMs());
     const keys = blocks.keys;
     for (const key of keys) inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+    const shareEnd = this.shareSend(backendId, blocks, held);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       if (id !== undefined) pending.release(id);
-      for (const key of keys) {
-        const count = (inFlight.get(key) ?? 1) - 1;
-        if (count <= 0) inFlight.delete(key);
-        else inFlight.set(key, count);
-      }
+      releaseInFlight(inFlight, keys);
       subscriber.index.touch(keys, keys.length);
+      shareEnd?.();
     };
+  }
+
+  /** Tells the other replicas of a send (its blocks past the `held` it found); returns what tells its end. */
+  private shareSend(backendId: string, blocks: PromptBlocks, held: number): (() => void) | undefined {
+    const share = this.pendingShare;
+    const replica = this.options.replicaId;
+    if (share === undefined || replica === undefined) return undefined;
+    const id = this.nextSendId++;
+    const offset = Math.min(held, blocks.keys.length);
+    const send: SharedSend = {
+      kind: "sent",
+      replica,
+      id,
+      engine: backendId,
+      offset,
+      anchor: offset === 0 ? undefined : blocks.keys[offset - 1],
+      tailKeys: Array.from(blocks.keys.subarray(offset)),
+      promptTokens: blocks.promptTokens,
+      blockSizeTokens: blocks.blockSizeTokens,
+    };
+    share.publish(send);
+    return () => share.publish({ kind: "ended", replica, id, engine: backendId });
   }
 
   /**
@@ -216,6 +329,18 @@ export class KvCacheView {
   close(): void {
     for (const { subscriber } of this.subscriptions.values()) subscriber.close();
     this.subscriptions.clear();
+    this.shared.clear();
+    void this.pendingShare?.close();
+    this.pendingShare = undefined;
+  }
+}
+
+function releaseInFlight(inFlight: Map<number, number>, keys: ArrayLike<number>): void {
+  for (let index = 0; index < keys.length; index++) {
+    const key = keys[index] as number;
+    const count = (inFlight.get(key) ?? 1) - 1;
+    if (count <= 0) inFlight.delete(key);
+    else inFlight.set(key, count);
   }
 }
 

@@ -17,7 +17,15 @@ import type { PromptBlocks } from "./prompt-blocks.js";
 export const DEFAULT_PENDING_TTL_MS = 120_000;
 
 interface PendingEntry {
+  /** Content keys of the prompt's blocks from `offset` on (all of them for a prompt this gateway sent). */
   readonly keys: ArrayLike<number>;
+  /**
+   * Leading blocks not carried in `keys` (a prompt another replica sent: only the blocks it did not find held
+   * there travel, src/kv-events/shared-pending.ts); 0 for this gateway's own.
+   */
+  readonly offset: number;
+  /** The content key of block `offset - 1` (what a prompt must hold there to share the carried blocks). */
+  readonly anchor: number | undefined;
   readonly promptTokens: number;
   readonly blockSizeTokens: number;
   /** Leading blocks known computed: held or pending when it was sent, then as its events arrive. */
@@ -51,14 +59,56 @@ export class PendingBlocks {
     this.purgeExpired(nowMs);
     const count = blocks.keys.length;
     if (heldBlocks >= count || count > this.maxBlocks) return undefined;
+    return this.insert(
+      {
+        keys: blocks.keys,
+        offset: 0,
+        anchor: undefined,
+        promptTokens: blocks.promptTokens,
+        blockSizeTokens: blocks.blockSizeTokens,
+        storedBlocks: Math.max(0, heldBlocks),
+        expiresAtMs: nowMs + this.ttlMs,
+      },
+      count,
+    );
+  }
+
+  /**
+   * Records a prompt another replica sent the engine, of which only the blocks from `offset` on are known
+   * (`tailKeys`; block `offset - 1` has content key `anchor`): it had found the first `offset` held or pending
+   * there. Returns the id to release() it by, or undefined when there is nothing to wait for.
+   */
+  addShared(
+    sent: {
+      readonly offset: number;
+      readonly anchor: number | undefined;
+      readonly tailKeys: ArrayLike<number>;
+      readonly promptTokens: number;
+      readonly blockSizeTokens: number;
+    },
+    nowMs: number,
+  ): number | undefined {
+    this.purgeExpired(nowMs);
+    const count = sent.tailKeys.length;
+    if (count === 0 || count > this.maxBlocks || sent.offset > 0 !== (sent.anchor !== undefined))
+      return undefined;
+    return this.insert(
+      {
+        keys: sent.tailKeys,
+        offset: sent.offset,
+        anchor: sent.anchor,
+        promptTokens: sent.promptTokens,
+        blockSizeTokens: sent.blockSizeTokens,
+        storedBlocks: sent.offset,
+        expiresAtMs: nowMs + this.ttlMs,
+      },
+      count,
+    );
+  }
+
+  private insert(entry: PendingEntry, count: number): number {
     const id = this.nextId++;
-    this.entries.set(id, {
-      keys: blocks.keys,
-      promptTokens: blocks.promptTokens,
-      blockSizeTokens: blocks.blockSizeTokens,
-      storedBlocks: Math.max(0, heldBlocks),
-      expiresAtMs: nowMs + this.ttlMs,
-    });
+    this.entries.set(id, entry);
     this.blocks += count;
     while (this.blocks > this.maxBlocks) {
       const oldest = this.entries.keys().next().value;
@@ -83,11 +133,12 @@ export class PendingBlocks {
   progressed(holds: (contentKey: number) => boolean, nowMs: number): void {
     this.purgeExpired(nowMs);
     for (const [id, entry] of this.entries) {
-      const keys = entry.keys;
+      const { keys, offset } = entry;
+      const end = offset + keys.length;
       let stored = entry.storedBlocks;
-      while (stored < keys.length && holds(keys[stored] as number)) stored++;
+      while (stored < end && holds(keys[stored - offset] as number)) stored++;
       entry.storedBlocks = stored;
-      if (stored >= keys.length) this.release(id);
+      if (stored >= end) this.release(id);
     }
   }
 
@@ -96,7 +147,7 @@ export class PendingBlocks {
     let most = 0;
     for (const entry of this.entries.values()) {
       if (entry.expiresAtMs <= nowMs) continue;
-      const shared = sharedRun(entry.keys, keys);
+      const shared = sharedRunOf(entry, keys);
       if (shared > most) most = shared;
     }
     return most;
@@ -125,15 +176,28 @@ export class PendingBlocks {
 }
 
 /**
- * How many leading keys two chains share. Content keys are chained (each hashes its parent's), so two chains
+ * How many leading blocks of `keys` an entry shares. An entry carried from `offset` shares its blocks only with a
+ * prompt whose block `offset - 1` is its anchor (chained keys: then every earlier block agrees too); a prompt
+ * that differs before it shares none of the carried blocks (what it shares before the offset was held there
+ * when the entry was sent, and the index answers for it).
+ */
+function sharedRunOf(entry: PendingEntry, keys: ArrayLike<number>): number {
+  const { offset } = entry;
+  if (offset === 0) return sharedRun(entry.keys, keys);
+  if (keys.length < offset || keys[offset - 1] !== entry.anchor) return 0;
+  return offset + sharedRun(entry.keys, keys, offset);
+}
+
+/**
+ * How many leading keys two chains share (`b` read from `bFrom` on). Content keys are chained (each hashes its parent's), so two chains
  * that agree at a position agree at every earlier one: the shared run is found by binary search.
  */
-export function sharedRun(a: ArrayLike<number>, b: ArrayLike<number>): number {
+export function sharedRun(a: ArrayLike<number>, b: ArrayLike<number>, bFrom = 0): number {
   let low = 0;
-  let high = Math.min(a.length, b.length);
+  let high = Math.max(0, Math.min(a.length, b.length - bFrom));
   while (low < high) {
     const mid = (low + high + 1) >> 1;
-    if (a[mid - 1] === b[mid - 1]) low = mid;
+    if (a[mid - 1] === b[bFrom + mid - 1]) low = mid;
     else high = mid - 1;
   }
   return low;

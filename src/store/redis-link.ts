@@ -112,6 +112,24 @@ export class RedisLink {
     void sent.finally(() => this.inFlight.delete(sent));
   }
 
+  /**
+   * Publishes a message on a pub/sub channel without waiting (fails open like send(): dropped when Redis is
+   * down or slow, counted as an error).
+   */
+  publish(channel: string, message: string): void {
+    if (this.client.status !== "ready") {
+      this.unavailable(undefined);
+      return;
+    }
+    this.coalesceWrites();
+    const sent = this.client.publish(channel, message).then(
+      () => undefined,
+      (err: unknown) => void this.unavailable(err),
+    );
+    this.inFlight.add(sent);
+    void sent.finally(() => this.inFlight.delete(sent));
+  }
+
   /** Resolves when every send() issued so far has been answered or failed open. */
   async flush(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);

@@ -63,7 +63,8 @@ studies:
   fairness     interactive agents beside sub-agent bursts on full engines: the flow scheduler's
                fifo, fair and least-attained (also with a per-agent cap) vs the interactive agents alone
   kvevents     coding-agent sessions of 100-200k tokens on engines whose KV caches hold a few of them:
-               approximate vs KV-event-driven placement, with 1 and 3 gateway replicas
+               approximate vs KV-event-driven placement, with 1 and 3 gateway replicas (and 3 sharing a
+               redis-server the study starts; redis-server must be on PATH)
   all          every study above, one after the other
 
 flags:

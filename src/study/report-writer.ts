@@ -48,6 +48,9 @@ const CSV_COLUMNS: (keyof RequestRecord)[] = [
   "cachedTokens",
   "completionTokens",
   "error",
+  // The gateway's prediction of cachedTokens (KV events' receipts; empty without one), last so that older
+  // readers of the file keep their columns.
+  "expectedCachedTokens",
 ];
 
 function csvCell(value: unknown): string {

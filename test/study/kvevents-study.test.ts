@@ -5,6 +5,7 @@ import type { CodingRecord } from "../../src/study/coding-runner.js";
 import { kvStudyNumbers, predictionError } from "../../src/study/kv-events-numbers.js";
 import { silentProgress } from "../../src/study/progress.js";
 import { kvEventsChecks, runKvEventsStudy, sendsSignal, type Row } from "../../src/study/studies/kvevents.js";
+import { redisAvailable } from "../helpers/redis-server.js";
 import { studyRecord } from "./records.js";
 
 function call(fields: Partial<CodingRecord>): CodingRecord {
@@ -48,6 +49,7 @@ describe("the KV-events study's numbers", () => {
       pressure: "tight" as const,
       replicas: 1 as const,
       placement,
+      store: "memory" as const,
       cachedShare,
       recomputedTokens: Math.round((1 - cachedShare) * 1000),
       predictionWithinTolerance: within,
@@ -74,37 +76,43 @@ describe("the KV-events study's numbers", () => {
 });
 
 describe("the KV-events study, quick", () => {
-  it("runs approximate and event-driven placement behind 1 and 3 replicas, every call served", async () => {
-    const result = await runKvEventsStudy({
-      seed: 42,
-      timeScale: 10,
-      quick: true,
-      runId: "kvevents-test",
-      progress: silentProgress,
-    });
-    const rows = Object.values(result.data) as Row[];
-    expect(rows.map((r) => `${r.replicas}-${r.placement}`)).toEqual([
-      "1-approximate",
-      "1-events",
-      "3-approximate",
-      "3-events",
-    ]);
-    for (const numbers of rows) {
-      expect(numbers.failed).toBe(0);
-      expect(numbers.largestPromptTokens).toBeGreaterThan(9000);
-      expect(numbers.cachedShare).toBeGreaterThan(0.2);
-      if (numbers.placement === "approximate") {
-        // Told nothing of the engines' caches, the gateway predicts nothing.
-        expect(numbers.predictedTurns).toBe(0);
-      } else {
-        // Every call placed by events carries a prediction, and most are right to the token block.
-        expect(numbers.predictedTurns).toBe(numbers.requests);
-        expect(numbers.predictionWithinTolerance).toBeGreaterThanOrEqual(0.75);
-        expect(numbers.reasons["kv_prefix"] ?? 0).toBeGreaterThan(0);
+  const { skip } = redisAvailable();
+  it.skipIf(skip)(
+    "runs approximate and event-driven placement behind 1 and 3 replicas (and 3 sharing a Redis), every call served",
+    async () => {
+      const result = await runKvEventsStudy({
+        seed: 42,
+        timeScale: 10,
+        quick: true,
+        runId: "kvevents-test",
+        progress: silentProgress,
+      });
+      const rows = Object.values(result.data) as Row[];
+      expect(rows.map((r) => `${r.replicas}-${r.placement}-${r.store}`)).toEqual([
+        "1-approximate-memory",
+        "1-events-memory",
+        "3-approximate-memory",
+        "3-events-memory",
+        "3-events-redis",
+      ]);
+      for (const numbers of rows) {
+        expect(numbers.failed).toBe(0);
+        expect(numbers.largestPromptTokens).toBeGreaterThan(9000);
+        expect(numbers.cachedShare).toBeGreaterThan(0.2);
+        if (numbers.placement === "approximate") {
+          // Told nothing of the engines' caches, the gateway predicts nothing.
+          expect(numbers.predictedTurns).toBe(0);
+        } else {
+          // Every call placed by events carries a prediction, and most are right to the token block.
+          expect(numbers.predictedTurns).toBe(numbers.requests);
+          expect(numbers.predictionWithinTolerance).toBeGreaterThanOrEqual(0.75);
+          expect(numbers.reasons["kv_prefix"] ?? 0).toBeGreaterThan(0);
+        }
       }
-    }
-    expect(result.checks.length).toBeGreaterThan(4);
-    expect(result.verdict).toContain("Event-driven vs approximate placement");
-    expect(result.charts.map((c) => c.file)).toEqual(["kvevents-cached.svg", "kvevents-ttft.svg"]);
-  }, 180_000);
+      expect(result.checks.length).toBeGreaterThan(4);
+      expect(result.verdict).toContain("Event-driven vs approximate placement");
+      expect(result.charts.map((c) => c.file)).toEqual(["kvevents-cached.svg", "kvevents-ttft.svg"]);
+    },
+    180_000,
+  );
 });

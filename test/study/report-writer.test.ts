@@ -50,9 +50,11 @@ describe("report writer", () => {
   it("writes requests.csv with a header and quotes cells that need it", () => {
     const lines = requestsCsv(result.records).trim().split("\n");
     expect(lines[0]).toBe(
-      "condition,sessionId,turn,startMs,status,ok,ttftMs,e2eMs,backend,tier,affinityHit,reason,attempts,queueWaitMs,promptTokens,cachedTokens,completionTokens,error",
+      "condition,sessionId,turn,startMs,status,ok,ttftMs,e2eMs,backend,tier,affinityHit,reason,attempts,queueWaitMs,promptTokens,cachedTokens,completionTokens,error,expectedCachedTokens",
     );
-    expect(lines[1]).toBe("on,s-1,2,12.346,200,true,4.5,100,small-0,small,true,affinity_hit,1,0,800,784,16,");
+    expect(lines[1]).toBe(
+      "on,s-1,2,12.346,200,true,4.5,100,small-0,small,true,affinity_hit,1,0,800,784,16,,",
+    );
     expect(lines[2]).toContain(',"engine said ""no"", then, died"');
     expect(lines[2]).toContain("200,false,,100");
   });

@@ -68,19 +68,21 @@ export const kvPlacePipeline: Pipeline = {
 };
 
 /**
- * Where a bound session may move by what engines hold: the cheapest engine. No load bound: the cost already
- * weighs the work queued on each engine in the same unit as the cache it saves, where the bound counts requests,
- * so it would send a 150k-token conversation away from its cache because its engine runs one more short request.
+ * Where a bound session may move by what engines hold: the cheapest engine within the load bound or holding half
+ * its prompt (filter-kv-bounded-load.ts). The bound is waived where the conversation is held: the cost already
+ * weighs the work queued there in the same unit as the cache it saves, where the bound counts requests, so it
+ * would keep a 150k-token conversation from its cache because that engine runs one more short request. An engine
+ * holding less (a shared prefix) takes it only within the bound, as every other placement's target does.
  */
 export const kvCostPipeline: Pipeline = {
-  filters: [eligibleFilter],
+  filters: [eligibleFilter, kvBoundedLoadFilter],
   scorers: byKvCost,
   picker: maxScorePicker,
 };
 
-/** A spill by what engines hold: the cheapest engine free now. */
+/** A spill by what engines hold: the cheapest engine free now, within the load bound or holding half the prompt. */
 export const kvSpillPipeline: Pipeline = {
-  filters: [eligibleFilter, freeSlotFilter],
+  filters: [eligibleFilter, freeSlotFilter, kvBoundedLoadFilter],
   scorers: byKvCost,
   picker: maxScorePicker,
 };

@@ -17,15 +17,24 @@ import { barChart } from "../svg-charts.js";
 import { CLIENT_SESSION_HEADER } from "./agents.js";
 import { getProfile, startSimEngine, type SimEngineHandle } from "../../sim/index.js";
 import { parseKvEventsConfig } from "../../sim/kv-events-config.js";
+import {
+  findRedisServer,
+  REDIS_SERVER_MISSING,
+  startRedisServer,
+  type RedisServer,
+} from "../../store/redis-server.js";
 
 export type Pressure = "roomy" | "tight";
 export type Placement = "approximate" | "events";
+/** Where 3 replicas keep bindings: each its own (memory), or one Redis, which also shares their sends' pending blocks. */
+export type Store = "memory" | "redis";
 
 export interface KvCondition {
   name: string;
   pressure: Pressure;
   replicas: 1 | 3;
   placement: Placement;
+  store: Store;
 }
 
 const PROFILE = "qwen2.5-7b";
@@ -37,6 +46,11 @@ const MAX_INFLIGHT = 8;
 /** A long-context engine (Qwen2.5-7B-Instruct-1M served with --max-model-len 262144): prompts reach 200k. */
 const MAX_MODEL_LEN = 262_144;
 const TOPIC = "kv-events";
+/**
+ * affinity.store.timeout_ms with Redis: three gateways, four engines, the client and redis-server share the
+ * machine, where a process descheduled for the default 50 ms is common (the replicas study's reasoning).
+ */
+const STORE_TIMEOUT_MS = 200;
 
 interface Plan {
   workload: Omit<CodingWorkloadSpec, "seed" | "idPrefix">;
@@ -91,17 +105,38 @@ const QUICK: Plan = {
   pressures: ["tight"],
 };
 
+/**
+ * Per pressure: approximate and event-driven placement behind 1 and 3 replicas with no shared state, then
+ * event-driven behind 3 replicas sharing a Redis (bindings, and each replica's sends: docs/kv-events.md).
+ */
 export function conditionsOf(plan: Plan): KvCondition[] {
   const conditions: KvCondition[] = [];
-  for (const pressure of plan.pressures)
+  for (const pressure of plan.pressures) {
     for (const replicas of [1, 3] as const)
       for (const placement of ["approximate", "events"] as const)
-        conditions.push({ name: `${pressure}-r${replicas}-${placement}`, pressure, replicas, placement });
+        conditions.push({
+          name: `${pressure}-r${replicas}-${placement}`,
+          pressure,
+          replicas,
+          placement,
+          store: "memory",
+        });
+    conditions.push({
+      name: `${pressure}-r3-events-redis`,
+      pressure,
+      replicas: 3,
+      placement: "events",
+      store: "redis",
+    });
+  }
   return conditions;
 }
 
 function label(c: KvCondition): string {
-  return `${c.pressure}, ${c.replicas} replica${c.replicas === 1 ? "" : "s"}, ${c.placement}`;
+  return (
+    `${c.pressure}, ${c.replicas} replica${c.replicas === 1 ? "" : "s"}, ${c.placement}` +
+    (c.store === "redis" ? " (shared Redis)" : "")
+  );
 }
 
 async function startEngines(plan: Plan, c: KvCondition, options: StudyOptions): Promise<SimEngineHandle[]> {
@@ -139,9 +174,24 @@ export function gatewayConfig(
   c: KvCondition,
   engines: readonly SimEngineHandle[],
   kvCapacityBlocks: number,
+  redisUrl?: string,
 ): Record<string, unknown> {
+  if (c.store === "redis" && redisUrl === undefined)
+    throw new GatewayError("usage_error", `${c.name} needs a redis-server's URL`);
   return {
     server: { host: "127.0.0.1", port: 0 },
+    ...(c.store === "redis"
+      ? {
+          affinity: {
+            store: {
+              kind: "redis",
+              url: redisUrl,
+              timeout_ms: STORE_TIMEOUT_MS,
+              key_prefix: `kvevents-${c.name}:`,
+            },
+          },
+        }
+      : {}),
     health: STUDY_HEALTH,
     // Calls wait for a slot as long as a burst needs: a study measures placement, not the queue's timeout.
     admission: { max_queue_size: 1024, queue_timeout_seconds: 600 },
@@ -170,13 +220,14 @@ async function runCondition(
   c: KvCondition,
   options: StudyOptions,
   guard: InterruptGuard,
+  redisUrl: string | undefined,
 ): Promise<{ records: CodingRecord[]; config: unknown }> {
   const engines = await startEngines(plan, c, options);
   let fleet: GatewayFleet | undefined;
   let pool: Dispatcher | undefined;
   try {
     fleet = await GatewayFleet.start(
-      gatewayConfig(c, engines, plan.kvCapacityBlocks[c.pressure]),
+      gatewayConfig(c, engines, plan.kvCapacityBlocks[c.pressure], redisUrl),
       c.replicas,
       guard,
     );
@@ -233,6 +284,8 @@ export type Row = KvStudyNumbers & KvCondition & { signalled: KvStudyNumbers; un
 function pairs(rows: readonly Row[]): { approximate: Row; events: Row }[] {
   const out: { approximate: Row; events: Row }[] = [];
   for (const events of rows.filter((r) => r.placement === "events")) {
+    // Approximate placement shares nothing through Redis but bindings (each replica computes the same
+    // rendezvous ranking): the shared-Redis events row is set against the same approximate row.
     const approximate = rows.find(
       (r) =>
         r.placement === "approximate" && r.pressure === events.pressure && r.replicas === events.replicas,
@@ -243,7 +296,10 @@ function pairs(rows: readonly Row[]): { approximate: Row; events: Row }[] {
 }
 
 function pairName(r: Row): string {
-  return `${r.pressure}, ${r.replicas} replica${r.replicas === 1 ? "" : "s"}`;
+  return (
+    `${r.pressure}, ${r.replicas} replica${r.replicas === 1 ? "" : "s"}` +
+    (r.store === "redis" ? ", shared Redis" : "")
+  );
 }
 
 export function kvEventsChecks(rows: readonly Row[]): Check[] {
@@ -312,14 +368,22 @@ export async function runKvEventsStudy(options: StudyOptions): Promise<StudyResu
       "usage_error",
       "the kvevents study starts its own engines and gateway replicas in each condition: drop --gateway",
     );
+  const redisPath = findRedisServer();
+  if (redisPath === undefined)
+    throw new GatewayError(
+      "engine_unavailable",
+      `the kvevents study's shared-Redis conditions need a redis-server: ${REDIS_SERVER_MISSING}`,
+    );
   const plan = options.quick ? QUICK : FULL;
   const guard = new InterruptGuard();
   const rows: Row[] = [];
   const records: CodingRecord[] = [];
   const configs: unknown[] = [];
+  let redis: RedisServer | undefined;
   try {
+    redis = await startRedisServer(redisPath, { onSpawn: (kill) => void guard.add(kill) });
     for (const c of conditionsOf(plan)) {
-      const run = await runCondition(plan, c, options, guard);
+      const run = await runCondition(plan, c, options, guard, redis.url);
       const bySignal = (signalled: boolean): KvStudyNumbers =>
         kvStudyNumbers(
           run.records.filter((r) => sendsSignal(r.sessionId) === signalled),
@@ -335,6 +399,7 @@ export async function runKvEventsStudy(options: StudyOptions): Promise<StudyResu
       configs.push(run.config);
     }
   } finally {
+    await redis?.stop();
     guard.dispose();
   }
   const checks = kvEventsChecks(rows);
@@ -355,8 +420,10 @@ export async function runKvEventsStudy(options: StudyOptions): Promise<StudyResu
       `of ${w.subagentTurns.min}-${w.subagentTurns.max} calls with their own ${tokens(w.subagentPromptChars)}-token system prompt. ` +
       "Approximate: today's placement (bindings, rendezvous, bounded load, spills by the session's ranking), the " +
       "gateway told nothing of the engines' caches. Events: the same gateway subscribed to every engine's KV events " +
-      "(docs/kv-events.md). Three replicas: separate gateway processes, bindings in memory (no shared state), every " +
-      "call sent to the next replica. Fresh engines and gateways for every condition; the same workload in each.",
+      "(docs/kv-events.md). Three replicas: separate gateway processes, every call sent to the next replica; bindings " +
+      "in memory (no shared state), or, for event-driven placement, also in a real redis-server the study starts, " +
+      "through which the replicas share their sends' pending blocks. Fresh engines and gateways for every " +
+      "condition; the same workload in each.",
     seed: options.seed,
     timeScale: options.timeScale,
     configs,

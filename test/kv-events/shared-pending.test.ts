@@ -1,0 +1,217 @@
+// Shared pending sends (src/kv-events/shared-pending.ts, redis-pending-share.ts): the message codec, pending entries
+// known from an anchor on, an engine's recency order walked by parents, and two replicas' views telling each other
+// their sends through a real redis-server on loopback.
+import { afterEach, describe, expect, it } from "vitest";
+import { XPublisher } from "zeromq";
+import { ManualClock } from "../../src/core/clock.js";
+import { GatewayError } from "../../src/core/errors.js";
+import { EngineIndex } from "../../src/kv-events/engine-index.js";
+import { KvCacheView } from "../../src/kv-events/kv-cache-view.js";
+import { PendingBlocks } from "../../src/kv-events/pending-blocks.js";
+import { promptBlocksOf, type PromptBlocks } from "../../src/kv-events/prompt-blocks.js";
+import { shareKvPendingOverRedis } from "../../src/kv-events/redis-pending-share.js";
+import {
+  decodeSharedPending,
+  encodeSharedPending,
+  type SharedSend,
+} from "../../src/kv-events/shared-pending.js";
+import { encodeKvEventBatch, encodeSeq } from "../../src/kv-events/wire.js";
+import { useRedisServer } from "../helpers/redis-server.js";
+import { storedEvent } from "./stored-event.js";
+
+const SIZE = 16;
+
+/** A prompt of `blocks` full blocks: `stem` tokens from the common stem, the rest its own. */
+function prompt(blocks: number, stem: number, own: number): PromptBlocks {
+  const tokens = Array.from({ length: blocks * SIZE + 1 }, (_, i) => (i < stem ? 7 + i : 100_000 * own + i));
+  return promptBlocksOf(tokens, SIZE, undefined);
+}
+
+/** What replica "r1" tells of sending `blocks` after finding the first `offset` held. */
+function sendOf(blocks: PromptBlocks, offset: number, id = 1): SharedSend {
+  return {
+    kind: "sent",
+    replica: "r1",
+    id,
+    engine: "e1",
+    offset,
+    anchor: offset === 0 ? undefined : blocks.keys[offset - 1],
+    tailKeys: Array.from(blocks.keys.subarray(offset)),
+    promptTokens: blocks.promptTokens,
+    blockSizeTokens: SIZE,
+  };
+}
+
+describe("the shared pending-send messages", () => {
+  it("round-trip a send and an end, keys exact", () => {
+    const send = sendOf(prompt(6, 3 * SIZE, 1), 2);
+    expect(decodeSharedPending(encodeSharedPending(send))).toEqual(send);
+    const first = sendOf(prompt(3, 0, 2), 0);
+    expect(decodeSharedPending(encodeSharedPending(first))).toEqual(first);
+    const end = { kind: "ended", replica: "r1", id: 7, engine: "e1" } as const;
+    expect(decodeSharedPending(encodeSharedPending(end))).toEqual(end);
+  });
+
+  it("refuses malformed messages with a GatewayError", () => {
+    const good = JSON.parse(encodeSharedPending(sendOf(prompt(4, 0, 1), 1))) as Record<string, unknown>;
+    for (const text of [
+      "not json",
+      "[1,2]",
+      JSON.stringify({ ...good, k: "x" }),
+      JSON.stringify({ ...good, i: -1 }),
+      JSON.stringify({ ...good, b: 0 }),
+      JSON.stringify({ ...good, a: null }), // offset 1 without its anchor
+      JSON.stringify({ ...good, o: 0 }), // an anchor without an offset
+      JSON.stringify({ ...good, h: ["1"] }),
+    ])
+      expect(() => decodeSharedPending(text), text).toThrow(GatewayError);
+  });
+});
+
+describe("PendingBlocks with another replica's send", () => {
+  it("shares its carried blocks only with prompts holding its anchor, and counts the work past its offset", () => {
+    const pending = new PendingBlocks(1_000, 60_000);
+    const sent = prompt(10, 6 * SIZE, 1);
+    const id = pending.addShared({ ...sendOf(sent, 4), tailKeys: sendOf(sent, 4).tailKeys }, 0);
+    expect(id).toBeDefined();
+    expect(pending.sharedBlocks(sent.keys, 1)).toBe(10);
+    expect(pending.sharedBlocks(prompt(12, 6 * SIZE, 2).keys, 1)).toBe(6); // the stem's 6 blocks
+    expect(pending.sharedBlocks(prompt(12, 3 * SIZE, 2).keys, 1)).toBe(0); // differs before the anchor
+    expect(pending.sharedBlocks(prompt(3, 6 * SIZE, 2).keys, 1)).toBe(0); // shorter than the offset
+    expect(pending.remainingTokens(1)).toBe(sent.promptTokens - 4 * SIZE);
+    // Its events report blocks 4-7: the work left shrinks; all of them: the entry ends.
+    const held = new Set(Array.from(sent.keys).slice(0, 8));
+    pending.progressed((key) => held.has(key), 2);
+    expect(pending.remainingTokens(2)).toBe(sent.promptTokens - 8 * SIZE);
+    for (const key of sent.keys) held.add(key);
+    pending.progressed((key) => held.has(key), 3);
+    expect(pending.size).toBe(0);
+  });
+
+  it("keeps nothing for an empty tail or an offset without its anchor", () => {
+    const pending = new PendingBlocks(1_000, 60_000);
+    const sent = prompt(4, 0, 1);
+    expect(pending.addShared({ ...sendOf(sent, 4) }, 0)).toBeUndefined();
+    expect(pending.addShared({ ...sendOf(sent, 2), anchor: undefined }, 0)).toBeUndefined();
+    expect(pending.size).toBe(0);
+  });
+});
+
+describe("EngineIndex.touchChain", () => {
+  it("makes a prompt known by its last held block the most recently used, as touch() does with its keys", () => {
+    const walked = new EngineIndex(1_000);
+    const touched = new EngineIndex(1_000);
+    const a = Array.from({ length: 4 * SIZE }, (_, i) => 10 + i);
+    const b = Array.from({ length: 4 * SIZE }, (_, i) => 9_000 + i);
+    for (const index of [walked, touched]) {
+      index.stored(storedEvent([1n, 2n, 3n, 4n], null, a, SIZE, null));
+      index.stored(storedEvent([5n, 6n, 7n, 8n], null, b, SIZE, null));
+    }
+    const keysA = promptBlocksOf([...a, 1], SIZE, undefined).keys;
+    walked.touchChain(keysA[3]!);
+    touched.touch(keysA, 4);
+    // Evicting 4 blocks now takes b's (a was used last), on both.
+    for (const index of [walked, touched]) expect(index.forecastRun(keysA, 4, 4, () => false)).toBe(4);
+    // Before any touch, a's blocks were the oldest.
+    const fresh = new EngineIndex(1_000);
+    fresh.stored(storedEvent([1n, 2n, 3n, 4n], null, a, SIZE, null));
+    fresh.stored(storedEvent([5n, 6n, 7n, 8n], null, b, SIZE, null));
+    expect(fresh.forecastRun(keysA, 4, 4, () => false)).toBe(0);
+  });
+
+  it("gives a held chain back from its last key (chainTo), and nothing when a block of it is gone", () => {
+    const index = new EngineIndex(1_000);
+    const a = Array.from({ length: 4 * SIZE }, (_, i) => 10 + i);
+    index.stored(storedEvent([1n, 2n, 3n, 4n], null, a, SIZE, null));
+    const keys = promptBlocksOf([...a, 1], SIZE, undefined).keys;
+    expect(Array.from(index.chainTo(keys[2]!, 3)!)).toEqual(Array.from(keys.subarray(0, 3)));
+    expect(index.chainTo(keys[2]!, 4)).toBeUndefined(); // longer than the chain
+    index.removed({ type: "BlockRemoved", blockHashes: [2n], medium: "GPU", groupIdx: 0 });
+    expect(index.chainTo(keys[3]!, 4)).toBeUndefined();
+  });
+});
+
+describe("two replicas sharing their sends through Redis", () => {
+  const redis = useRedisServer();
+  const cleanups: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  it.skipIf(redis.skip)(
+    "counts the other replica's sent prompt as pending and its prefill as work ahead, until it ends",
+    async () => {
+      // One engine, driven by hand: it has stored the shared stem's first 2 blocks.
+      const pub = new XPublisher({ linger: 0, verbosity: "allSubs" }); // both subscriptions reach it
+      await pub.bind("tcp://127.0.0.1:0");
+      cleanups.push(() => pub.close());
+      const source = { endpoint: pub.lastEndpoint ?? "", topic: "kv" };
+      const clock = new ManualClock(0);
+      const store = {
+        kind: "redis" as const,
+        url: redis.server.url,
+        timeout_ms: 1_000,
+        key_prefix: "shared-pending-test:",
+      };
+      const messages: (() => void)[] = [];
+      const nextMessage = () => new Promise<void>((resolve) => messages.push(resolve));
+      const views = ["a", "b"].map((replicaId) => {
+        const applied: (() => void)[] = [];
+        const view = new KvCacheView({
+          replayTimeoutMs: 5_000,
+          clock,
+          replicaId,
+          onApplied: () => applied.splice(0).forEach((resolve) => resolve()),
+        });
+        view.configure([{ id: "e1", source, maxBlocks: 1_000 }]);
+        const share = shareKvPendingOverRedis(view, store, {
+          logger: { warn: () => undefined, info: () => undefined },
+          health: { up: () => undefined, error: () => undefined },
+          onMessage: () => {
+            if (replicaId === "b") messages.splice(0).forEach((resolve) => resolve());
+          },
+        });
+        cleanups.push(() => view.close());
+        return { view, share, applied: () => new Promise<void>((resolve) => applied.push(resolve)) };
+      });
+      const [a, b] = views as [(typeof views)[0], (typeof views)[0]];
+      await Promise.all([a.share.whenLive(), b.share.whenLive()]);
+      await pub.receive();
+      await pub.receive(); // both subscribers reached the publisher
+      const stem = Array.from({ length: 2 * SIZE }, (_, i) => 7 + i);
+      const stored = Promise.all([a.applied(), b.applied()]);
+      await pub.send([
+        "kv",
+        encodeSeq(0n),
+        encodeKvEventBatch(
+          { ts: 1, events: [storedEvent([1n, 2n], null, stem, SIZE, null)], dataParallelRank: 0 },
+          "map",
+        ),
+      ]);
+      await stored;
+
+      const sent = prompt(10, 6 * SIZE, 1); // its first 2 blocks are the stem the engine holds
+      expect(b.view.held("e1", sent, undefined)?.tokens).toBe(2 * SIZE);
+      expect(b.view.activeTokens("e1")).toBe(0);
+      // Both replicas' messages come back to b; wait until a's send has been applied there.
+      const told = nextMessage();
+      const release = a.view.sent("e1", sent);
+      await told;
+      expect(b.view.held("e1", sent, undefined)?.tokens).toBe(10 * SIZE);
+      expect(b.view.held("e1", prompt(12, 6 * SIZE, 2), undefined)?.tokens).toBe(6 * SIZE);
+      expect(b.view.activeTokens("e1")).toBe(sent.promptTokens - 2 * SIZE);
+      const ended = nextMessage();
+      release!();
+      await ended;
+      expect(b.view.held("e1", sent, undefined)?.tokens).toBe(2 * SIZE);
+      expect(b.view.activeTokens("e1")).toBe(0);
+      // b's own sends come back to it and are skipped: only what it tracks itself counts.
+      const own = nextMessage();
+      const releaseOwn = b.view.sent("e1", sent);
+      await own;
+      expect(b.view.activeTokens("e1")).toBe(sent.promptTokens - 2 * SIZE);
+      releaseOwn!();
+    },
+    30_000,
+  );
+});
