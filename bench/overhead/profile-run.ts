@@ -6,13 +6,15 @@
 // into DIR, and prints the profile's parts (profile-parts.ts) per request of all the requests it served.
 //
 // With --cli PATH, the gateway of another build (e.g. /tmp/before/dist/src/cli.js: a profile before a change).
-// With --stream, every request (warm-up included) streams its answer.
+// With --stream, every request (warm-up included) streams its answer. With --floor, the floor proxy
+// (floor-proxy.ts) takes the gateway's place: the same parts for the least any Node.js proxy does.
 //
 //   npm run build && node --import tsx bench/overhead/profile-run.ts DIR [WARMUP C1 C16] [--no-prof] [--stream]
-//     [--cli PATH]
+//     [--cli PATH] [--floor] [--node-flags "FLAGS"]
 import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
@@ -21,10 +23,17 @@ import { freePort, waitHealthy } from "../common.js";
 const CLI = fileURLToPath(new URL("../../dist/src/cli.js", import.meta.url));
 const PARTS = fileURLToPath(new URL("./profile-parts.ts", import.meta.url));
 const cliFlag = process.argv.indexOf("--cli");
+const nodeFlagsAt = process.argv.indexOf("--node-flags");
+/** Extra flags of the gateway's node (e.g. "--max-semi-space-size=32"), space-separated. */
+const nodeFlags = nodeFlagsAt > 0 ? process.argv[nodeFlagsAt + 1]!.split(" ").filter(Boolean) : [];
 const GATEWAY_CLI = cliFlag > 0 ? process.argv[cliFlag + 1]! : CLI;
-const args = process.argv.slice(2).filter((a, i, all) => !a.startsWith("--") && all[i - 1] !== "--cli");
+const args = process.argv
+  .slice(2)
+  .filter((a, i, all) => !a.startsWith("--") && all[i - 1] !== "--cli" && all[i - 1] !== "--node-flags");
 const profile = !process.argv.includes("--no-prof");
 const stream = process.argv.includes("--stream");
+const floor = process.argv.includes("--floor");
+const FLOOR = fileURLToPath(new URL("./floor-proxy.ts", import.meta.url));
 const dir = args[0] ?? "prof";
 const [warmup, c1, c16] = [Number(args[1] ?? 10_000), Number(args[2] ?? 20_000), Number(args[3] ?? 30_000)];
 const MODEL = "bench-model";
@@ -65,6 +74,20 @@ async function load(url: string, concurrency: number, count: number): Promise<vo
   await pool.close();
 }
 
+/** The floor proxy has no health route (it forwards every request as a POST): wait until it accepts. */
+async function listening(port: number): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    const accepted = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1", () => resolve(true));
+      socket.once("error", () => resolve(false));
+      socket.once("connect", () => socket.destroy());
+    });
+    if (accepted) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`nothing listens on ${port}`);
+}
+
 async function main(): Promise<void> {
   spawnSync("taskset", ["-cp", "0", String(process.pid)], { stdio: "ignore" });
   await mkdir(dir, { recursive: true });
@@ -94,17 +117,14 @@ async function main(): Promise<void> {
     config,
     `server: {host: 127.0.0.1, port: ${port}}\nbackends:\n  - {id: e0, tier: small, base_url: "${engineUrl}", model: ${MODEL}, max_inflight: 1024}\nadmission: {max_queue_size: 4096}\n`,
   );
-  const flags = profile ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
-  const node = [process.execPath, ...flags, GATEWAY_CLI];
-  const gateway = spawn(
-    "taskset",
-    ["-c", "1", ...node, "gateway", "--config", config, "--log-level", "info"],
-    {
-      stdio: ["ignore", "ignore", "inherit"],
-    },
-  );
+  const flags = [...nodeFlags, ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [])];
+  const command = floor
+    ? [process.execPath, ...flags, "--import", "tsx", FLOOR, String(port), engineUrl]
+    : [process.execPath, ...flags, GATEWAY_CLI, "gateway", "--config", config, "--log-level", "info"];
+  const gateway = spawn("taskset", ["-c", "1", ...command], { stdio: ["ignore", "ignore", "inherit"] });
   const url = `http://127.0.0.1:${port}`;
-  await waitHealthy(`${url}/healthz`);
+  if (floor) await listening(port);
+  else await waitHealthy(`${url}/healthz`);
   await load(url, 16, warmup);
   const before = cpuUs(gateway.pid!);
   const started = performance.now();
