@@ -4,7 +4,14 @@ import { describe, expect, it } from "vitest";
 import type { CodingRecord } from "../../src/study/coding-runner.js";
 import { kvStudyNumbers, predictionError } from "../../src/study/kv-events-numbers.js";
 import { silentProgress } from "../../src/study/progress.js";
-import { kvEventsChecks, runKvEventsStudy, sendsSignal, type Row } from "../../src/study/studies/kvevents.js";
+import {
+  kvEventsChecks,
+  runKvEventsStudy,
+  selectConditions,
+  sendsSignal,
+  type KvCondition,
+  type Row,
+} from "../../src/study/studies/kvevents.js";
 import { redisAvailable } from "../helpers/redis-server.js";
 import { studyRecord } from "./records.js";
 
@@ -68,6 +75,25 @@ describe("the KV-events study's numbers", () => {
       expect.stringContaining("at least as much of the prompt"),
       expect.stringContaining("recomputes fewer prompt tokens"),
     ]);
+  });
+
+  it("runs only the conditions named, in the plan's order, and refuses a name the plan does not have", () => {
+    const all: KvCondition[] = (["approximate", "events"] as const).map((placement) => ({
+      name: `tight-r1-${placement}`,
+      pressure: "tight",
+      replicas: 1,
+      placement,
+      store: "memory",
+    }));
+    expect(selectConditions(all, undefined)).toBe(all);
+    expect(selectConditions(all, ["tight-r1-events", "tight-r1-approximate"]).map((c) => c.name)).toEqual([
+      "tight-r1-approximate",
+      "tight-r1-events",
+    ]);
+    expect(() => selectConditions(all, ["tight-r1-event"])).toThrow(
+      /tight-r1-event; this plan's: tight-r1-approximate, tight-r1-events/,
+    );
+    expect(() => selectConditions(all, [])).toThrow(/none given/);
   });
 
   it("splits the sessions between a client that names them and one that does not", () => {

@@ -132,6 +132,21 @@ export function conditionsOf(plan: Plan): KvCondition[] {
   return conditions;
 }
 
+/** All of a plan's conditions, or only those `names` lists (in the plan's order); an unknown name is a usage error. */
+export function selectConditions(
+  all: readonly KvCondition[],
+  names: readonly string[] | undefined,
+): readonly KvCondition[] {
+  if (names === undefined) return all;
+  const unknown = names.filter((n) => !all.some((c) => c.name === n));
+  if (unknown.length > 0 || names.length === 0)
+    throw new GatewayError(
+      "usage_error",
+      `unknown kvevents condition(s) ${unknown.join(", ") || "(none given)"}; this plan's: ${all.map((c) => c.name).join(", ")}`,
+    );
+  return all.filter((c) => names.includes(c.name));
+}
+
 function label(c: KvCondition): string {
   return (
     `${c.pressure}, ${c.replicas} replica${c.replicas === 1 ? "" : "s"}, ${c.placement}` +
@@ -382,7 +397,7 @@ export async function runKvEventsStudy(options: StudyOptions): Promise<StudyResu
   let redis: RedisServer | undefined;
   try {
     redis = await startRedisServer(redisPath, { onSpawn: (kill) => void guard.add(kill) });
-    for (const c of conditionsOf(plan)) {
+    for (const c of selectConditions(conditionsOf(plan), options.conditions)) {
       const run = await runCondition(plan, c, options, guard, redis.url);
       const bySignal = (signalled: boolean): KvStudyNumbers =>
         kvStudyNumbers(
