@@ -7,6 +7,7 @@ import { silentProgress } from "../../src/study/progress.js";
 import {
   kvEventsChecks,
   runKvEventsStudy,
+  kvSessions,
   selectConditions,
   sendsSignal,
   type KvCondition,
@@ -94,6 +95,28 @@ describe("the KV-events study's numbers", () => {
       /tight-r1-event; this plan's: tight-r1-approximate, tight-r1-events/,
     );
     expect(() => selectConditions(all, [])).toThrow(/none given/);
+  });
+
+  it("names the sessions by the seed alone, so two runs of a seed hash (and place) them alike", () => {
+    const workload = {
+      sessions: 3,
+      turns: { min: 2, max: 3 },
+      systemPromptChars: 200,
+      subagentPromptChars: 100,
+      toolResultChars: { min: 50, max: 100 },
+      replyTokens: { min: 4, max: 8 },
+      burstShare: 0,
+      burstSize: { median: 2, p90: 2, min: 2, max: 2 },
+      subagentTurns: { min: 1, max: 1 },
+      thinkSeconds: { short: { min: 1, max: 2 }, long: { min: 2, max: 3 }, longShare: 0 },
+      subagentThinkSeconds: { min: 1, max: 2 },
+    };
+    const ids = (seed: number): string[] => kvSessions(workload, seed).map((s) => s.id);
+    expect(ids(42)).toEqual(["kvevents-s42-000", "kvevents-s42-001", "kvevents-s42-002"]);
+    expect(kvSessions(workload, 42)).toEqual(kvSessions(workload, 42));
+    expect(ids(43)).not.toEqual(ids(42));
+    // Every other session names itself, whatever the seed's prefix.
+    expect(ids(42).map(sendsSignal)).toEqual([true, false, true]);
   });
 
   it("splits the sessions between a client that names them and one that does not", () => {

@@ -5,7 +5,11 @@ import { BalancedPool, Pool, type Dispatcher } from "undici";
 import { GatewayError } from "../../core/errors.js";
 import { count, pct, sec } from "../analysis.js";
 import { runCodingSessions, type CodingRecord } from "../coding-runner.js";
-import { generateCodingWorkload, type CodingWorkloadSpec } from "../coding-workload.js";
+import {
+  generateCodingWorkload,
+  type CodingSessionPlan,
+  type CodingWorkloadSpec,
+} from "../coding-workload.js";
 import { warmConnections } from "../environment.js";
 import { GatewayFleet } from "../gateway-fleet.js";
 import { InterruptGuard } from "../interrupt-guard.js";
@@ -230,6 +234,20 @@ export function gatewayConfig(
   };
 }
 
+/**
+ * The seed's sessions, with ids from the seed alone: the gateway hashes a session id to rank engines (rendezvous:
+ * where approximate placement binds a session that names itself, and event-driven placement's tie-break), so ids
+ * carrying the run's timestamp placed every run of a seed differently. The same ids in every condition: the pairs
+ * compare placements of the same sessions. Conditions never share a gateway or a Redis key prefix, so the ids
+ * need not differ between them.
+ */
+export function kvSessions(
+  workload: Omit<CodingWorkloadSpec, "seed" | "idPrefix">,
+  seed: number,
+): CodingSessionPlan[] {
+  return generateCodingWorkload({ ...workload, seed, idPrefix: `kvevents-s${seed}` });
+}
+
 async function runCondition(
   plan: Plan,
   c: KvCondition,
@@ -252,11 +270,7 @@ async function runCondition(
         ? new Pool(fleet.url(0), { connections: 256, pipelining: 1 })
         : new BalancedPool(fleet.urls, { connections: 128, pipelining: 1 });
     await warmConnections(pool, ENGINES * MAX_INFLIGHT, TIER);
-    const sessions = generateCodingWorkload({
-      ...plan.workload,
-      seed: options.seed,
-      idPrefix: `${options.runId}-${c.name}`,
-    });
+    const sessions = kvSessions(plan.workload, options.seed);
     const calls = sessions.reduce(
       (n, s) => n + s.calls.length + (s.burst?.subagents.reduce((m, a) => m + a.calls.length, 0) ?? 0),
       0,
