@@ -6,6 +6,7 @@ import { kvStudyNumbers, predictionError } from "../../src/study/kv-events-numbe
 import { silentProgress } from "../../src/study/progress.js";
 import {
   kvEventsChecks,
+  kvEventsVerdict,
   runKvEventsStudy,
   kvSessions,
   selectConditions,
@@ -95,6 +96,8 @@ describe("the KV-events study's numbers", () => {
       /tight-r1-event; this plan's: tight-r1-approximate, tight-r1-events/,
     );
     expect(() => selectConditions(all, [])).toThrow(/none given/);
+    // Approximate conditions alone compare nothing, and the verdict says so.
+    expect(kvEventsVerdict([], [])).toBe("No approximate and event-driven pair ran (--conditions).");
   });
 
   it("names the sessions by the seed alone, so two runs of a seed hash (and place) them alike", () => {

@@ -376,11 +376,18 @@ export function kvEventsVerdict(rows: readonly Row[], checks: readonly Check[]):
   });
   const goals = checks.filter((c) => c.claim.startsWith("goal: "));
   const unmet = goals.filter((c) => !c.passed).length;
+  // --conditions may leave no pair: then the verdict says so rather than comparing nothing.
+  const compared =
+    parts.length === 0
+      ? "No approximate and event-driven pair ran (--conditions)."
+      : `Event-driven vs approximate placement: ${parts.join("; ")}.`;
   return (
-    `Event-driven vs approximate placement: ${parts.join("; ")}.` +
-    (unmet === 0
-      ? ` All ${goals.length} goals met.`
-      : ` ${unmet} of ${goals.length} goals not met (see the checks).`)
+    compared +
+    (goals.length === 0
+      ? ""
+      : unmet === 0
+        ? ` All ${goals.length} goals met.`
+        : ` ${unmet} of ${goals.length} goals not met (see the checks).`)
   );
 }
 
