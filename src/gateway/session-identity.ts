@@ -18,27 +18,35 @@ export interface SessionIdentity {
 /** What a Responses chain's root would be: only a Responses request that is or continues a stored one has one. */
 export type ChainDecides = "responses_chain";
 
-/** Characters of the thread's root (system prompt, then the first user turn) hashed into its key at most. */
-const THREAD_ROOT_MAX_CHARS = 16_384;
+/**
+ * Characters of each part of a thread's root hashed into its key at most: of its system prompt (with the messages
+ * before the first user turn), and of its first user turn. Capped apart, not together: a coding agent's system
+ * prompt with its tool definitions runs past 20,000 characters (Claude Code's, and its task agents'), and a cap
+ * on the whole root cut every sub-agent's task off, so a burst's sub-agents all got one key and one engine (the
+ * kvevents study: 8 to 24 sub-agent calls at once on the parent's engine, docs/kv-events.md, sixth round).
+ */
+const THREAD_ROOT_PART_MAX_CHARS = 8_192;
 
 /**
  * A thread's root: its system prompt (Anthropic `system`, Responses `instructions`, the messages before the
- * first user turn) and its first user turn. Every later turn of a conversation repeats it, while a coding
- * agent's sub-agents, sharing the session id and often the system prompt, differ in their first turn (each
- * sub-agent's task) and side requests (titles, summaries) in both.
+ * first user turn) and its first user turn, each to THREAD_ROOT_PART_MAX_CHARS. Every later turn of a
+ * conversation repeats it, while a coding agent's sub-agents, sharing the session id and often the system
+ * prompt, differ in their first turn (each sub-agent's task) and side requests (titles, summaries) in both.
  */
 export function threadRootText(body: Record<string, unknown>): string {
-  let text = contentText(body["system"]);
-  if (typeof body["instructions"] === "string") text += body["instructions"];
+  const cap = (text: string): string => text.slice(0, THREAD_ROOT_PART_MAX_CHARS);
+  let head = contentText(body["system"]);
+  if (typeof body["instructions"] === "string") head += body["instructions"];
   const messages = body["messages"] ?? body["input"];
-  if (typeof messages === "string") return (text + "\u0002" + messages).slice(0, THREAD_ROOT_MAX_CHARS);
-  if (!Array.isArray(messages)) return text.slice(0, THREAD_ROOT_MAX_CHARS);
+  if (typeof messages === "string") return cap(head) + "\u0002" + cap(messages);
+  if (!Array.isArray(messages)) return cap(head);
   for (const message of messages) {
     if (!isRecord(message)) continue;
-    text += "\u0002" + contentText(message["content"]);
-    if (message["role"] === "user" || text.length >= THREAD_ROOT_MAX_CHARS) break;
+    const text = contentText(message["content"]);
+    if (message["role"] === "user") return cap(head) + "\u0002" + cap(text);
+    if (head.length < THREAD_ROOT_PART_MAX_CHARS) head += "\u0002" + text;
   }
-  return text.slice(0, THREAD_ROOT_MAX_CHARS);
+  return cap(head);
 }
 
 /** `session#thread`: the session id and 8 hex digits of its thread's root. */

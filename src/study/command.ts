@@ -39,7 +39,7 @@ export const STUDIES: Record<StudyName, StudyDefinition> = {
 };
 
 const HELP = `usage: agent-serve study [NAME] [--gateway URL] [--engines sim|real] [--seed N] [--seeds N]
-                         [--time-scale X] [--out DIR] [--quick] [--strict]
+                         [--time-scale X] [--out DIR] [--quick] [--strict] [--conditions A,B]
 
 Runs a load study and prints its verdict, tables and checks; writes summary.json, requests.csv,
 report.md and SVG charts to DIR/<run-id>/. Without --gateway it starts its own simulated engines and
@@ -84,6 +84,9 @@ flags:
       --out DIR       where run directories go (default studies/results)
       --quick         small counts (a few seconds per study), for smoke tests
       --strict        exit 1 when any check or goal is not met (for CI that gates on a study)
+      --conditions A,B
+                      kvevents: run only these conditions, by name (e.g. roomy-r1-approximate); an
+                      unknown name is refused with the list of names
       --shared-system-prompt
                       affinity and saturation: one system prompt for all sessions (as one agent
                       application) instead of one per session; then every engine soon holds it,
@@ -152,6 +155,7 @@ export const studyCommand: Command = {
           out: { type: "string", default: "studies/results" },
           quick: { type: "boolean", default: false },
           "shared-system-prompt": { type: "boolean", default: false },
+          conditions: { type: "string" },
         },
       });
     } catch (err) {
@@ -175,6 +179,9 @@ export const studyCommand: Command = {
     if (values.gateway !== undefined && !/^https?:\/\/[^/]+/.test(values.gateway)) {
       throw new UsageError("--gateway must be an http(s) URL");
     }
+    const conditions = values.conditions?.split(",").filter((c) => c !== "");
+    if (conditions !== undefined && !names.every((n) => n === "kvevents"))
+      throw new UsageError("--conditions applies to the kvevents study only");
     const engines = values.engines;
     if (engines !== "sim" && engines !== "real") throw new UsageError("--engines must be sim or real");
     if (engines === "real") {
@@ -203,6 +210,7 @@ export const studyCommand: Command = {
             engines,
             quick: values.quick,
             sharedSystemPrompt: values["shared-system-prompt"],
+            ...(conditions === undefined ? {} : { conditions }),
             runId: id,
             progress: terminalProgress(),
             ...(values.gateway === undefined ? {} : { gatewayUrl: values.gateway }),

@@ -97,5 +97,7 @@ export interface StudyOptions {
    * system prompt cached on every engine, whatever the placement.
    */
   sharedSystemPrompt?: boolean;
+  /** Run only these of the study's conditions, by name (kvevents only): a condition rerun costs a minute, not eight. */
+  conditions?: readonly string[];
   progress: Progress;
 }

@@ -162,6 +162,27 @@ describe("threads", () => {
     expect(threadKey("s", turn1)).toMatch(/^s#[0-9a-f]{8}$/);
     expect(threadRootText({ instructions: "i", input: "hello" })).toBe("i\u0002hello");
   });
+
+  it("tells sub-agents apart by their task behind a system prompt longer than the cap, as coding agents' are", () => {
+    // A task agent's prompt with its tools runs to 24,000 characters in the kvevents study (Claude Code's is longer).
+    const system = "You are a task agent. ".repeat(1_200);
+    const task = (text: string) => ({
+      messages: [
+        { role: "system", content: system },
+        { role: "user", content: text },
+      ],
+    });
+    const keys = ["search for callers", "read the tests", "find the config"].map((t) =>
+      threadKey("s", task(t)),
+    );
+    expect(new Set(keys).size).toBe(3);
+    // Each keeps its key as its conversation grows.
+    const grown = task("read the tests");
+    grown.messages.push({ role: "assistant", content: "reading" }, { role: "user", content: "next" });
+    expect(threadKey("s", grown)).toBe(keys[1]);
+    // Bounded work per request: a root of any length hashes at most two capped parts.
+    expect(threadRootText(task("x".repeat(100_000))).length).toBeLessThanOrEqual(2 * 8_192 + 1);
+  });
 });
 
 describe("affinity.session_keys in the config", () => {

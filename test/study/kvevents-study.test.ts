@@ -4,7 +4,16 @@ import { describe, expect, it } from "vitest";
 import type { CodingRecord } from "../../src/study/coding-runner.js";
 import { kvStudyNumbers, predictionError } from "../../src/study/kv-events-numbers.js";
 import { silentProgress } from "../../src/study/progress.js";
-import { kvEventsChecks, runKvEventsStudy, sendsSignal, type Row } from "../../src/study/studies/kvevents.js";
+import {
+  kvEventsChecks,
+  kvEventsVerdict,
+  runKvEventsStudy,
+  kvSessions,
+  selectConditions,
+  sendsSignal,
+  type KvCondition,
+  type Row,
+} from "../../src/study/studies/kvevents.js";
 import { redisAvailable } from "../helpers/redis-server.js";
 import { studyRecord } from "./records.js";
 
@@ -68,6 +77,49 @@ describe("the KV-events study's numbers", () => {
       expect.stringContaining("at least as much of the prompt"),
       expect.stringContaining("recomputes fewer prompt tokens"),
     ]);
+  });
+
+  it("runs only the conditions named, in the plan's order, and refuses a name the plan does not have", () => {
+    const all: KvCondition[] = (["approximate", "events"] as const).map((placement) => ({
+      name: `tight-r1-${placement}`,
+      pressure: "tight",
+      replicas: 1,
+      placement,
+      store: "memory",
+    }));
+    expect(selectConditions(all, undefined)).toBe(all);
+    expect(selectConditions(all, ["tight-r1-events", "tight-r1-approximate"]).map((c) => c.name)).toEqual([
+      "tight-r1-approximate",
+      "tight-r1-events",
+    ]);
+    expect(() => selectConditions(all, ["tight-r1-event"])).toThrow(
+      /tight-r1-event; this plan's: tight-r1-approximate, tight-r1-events/,
+    );
+    expect(() => selectConditions(all, [])).toThrow(/none given/);
+    // Approximate conditions alone compare nothing, and the verdict says so.
+    expect(kvEventsVerdict([], [])).toBe("No approximate and event-driven pair ran (--conditions).");
+  });
+
+  it("names the sessions by the seed alone, so two runs of a seed hash (and place) them alike", () => {
+    const workload = {
+      sessions: 3,
+      turns: { min: 2, max: 3 },
+      systemPromptChars: 200,
+      subagentPromptChars: 100,
+      toolResultChars: { min: 50, max: 100 },
+      replyTokens: { min: 4, max: 8 },
+      burstShare: 0,
+      burstSize: { median: 2, p90: 2, min: 2, max: 2 },
+      subagentTurns: { min: 1, max: 1 },
+      thinkSeconds: { short: { min: 1, max: 2 }, long: { min: 2, max: 3 }, longShare: 0 },
+      subagentThinkSeconds: { min: 1, max: 2 },
+    };
+    const ids = (seed: number): string[] => kvSessions(workload, seed).map((s) => s.id);
+    expect(ids(42)).toEqual(["kvevents-s42-000", "kvevents-s42-001", "kvevents-s42-002"]);
+    expect(kvSessions(workload, 42)).toEqual(kvSessions(workload, 42));
+    expect(ids(43)).not.toEqual(ids(42));
+    // Every other session names itself, whatever the seed's prefix.
+    expect(ids(42).map(sendsSignal)).toEqual([true, false, true]);
   });
 
   it("splits the sessions between a client that names them and one that does not", () => {

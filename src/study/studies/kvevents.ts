@@ -5,7 +5,11 @@ import { BalancedPool, Pool, type Dispatcher } from "undici";
 import { GatewayError } from "../../core/errors.js";
 import { count, pct, sec } from "../analysis.js";
 import { runCodingSessions, type CodingRecord } from "../coding-runner.js";
-import { generateCodingWorkload, type CodingWorkloadSpec } from "../coding-workload.js";
+import {
+  generateCodingWorkload,
+  type CodingSessionPlan,
+  type CodingWorkloadSpec,
+} from "../coding-workload.js";
 import { warmConnections } from "../environment.js";
 import { GatewayFleet } from "../gateway-fleet.js";
 import { InterruptGuard } from "../interrupt-guard.js";
@@ -132,6 +136,21 @@ export function conditionsOf(plan: Plan): KvCondition[] {
   return conditions;
 }
 
+/** All of a plan's conditions, or only those `names` lists (in the plan's order); an unknown name is a usage error. */
+export function selectConditions(
+  all: readonly KvCondition[],
+  names: readonly string[] | undefined,
+): readonly KvCondition[] {
+  if (names === undefined) return all;
+  const unknown = names.filter((n) => !all.some((c) => c.name === n));
+  if (unknown.length > 0 || names.length === 0)
+    throw new GatewayError(
+      "usage_error",
+      `unknown kvevents condition(s) ${unknown.join(", ") || "(none given)"}; this plan's: ${all.map((c) => c.name).join(", ")}`,
+    );
+  return all.filter((c) => names.includes(c.name));
+}
+
 function label(c: KvCondition): string {
   return (
     `${c.pressure}, ${c.replicas} replica${c.replicas === 1 ? "" : "s"}, ${c.placement}` +
@@ -215,6 +234,20 @@ export function gatewayConfig(
   };
 }
 
+/**
+ * The seed's sessions, with ids from the seed alone: the gateway hashes a session id to rank engines (rendezvous:
+ * where approximate placement binds a session that names itself, and event-driven placement's tie-break), so ids
+ * carrying the run's timestamp placed every run of a seed differently. The same ids in every condition: the pairs
+ * compare placements of the same sessions. Conditions never share a gateway or a Redis key prefix, so the ids
+ * need not differ between them.
+ */
+export function kvSessions(
+  workload: Omit<CodingWorkloadSpec, "seed" | "idPrefix">,
+  seed: number,
+): CodingSessionPlan[] {
+  return generateCodingWorkload({ ...workload, seed, idPrefix: `kvevents-s${seed}` });
+}
+
 async function runCondition(
   plan: Plan,
   c: KvCondition,
@@ -237,11 +270,7 @@ async function runCondition(
         ? new Pool(fleet.url(0), { connections: 256, pipelining: 1 })
         : new BalancedPool(fleet.urls, { connections: 128, pipelining: 1 });
     await warmConnections(pool, ENGINES * MAX_INFLIGHT, TIER);
-    const sessions = generateCodingWorkload({
-      ...plan.workload,
-      seed: options.seed,
-      idPrefix: `${options.runId}-${c.name}`,
-    });
+    const sessions = kvSessions(plan.workload, options.seed);
     const calls = sessions.reduce(
       (n, s) => n + s.calls.length + (s.burst?.subagents.reduce((m, a) => m + a.calls.length, 0) ?? 0),
       0,
@@ -347,11 +376,18 @@ export function kvEventsVerdict(rows: readonly Row[], checks: readonly Check[]):
   });
   const goals = checks.filter((c) => c.claim.startsWith("goal: "));
   const unmet = goals.filter((c) => !c.passed).length;
+  // --conditions may leave no pair: then the verdict says so rather than comparing nothing.
+  const compared =
+    parts.length === 0
+      ? "No approximate and event-driven pair ran (--conditions)."
+      : `Event-driven vs approximate placement: ${parts.join("; ")}.`;
   return (
-    `Event-driven vs approximate placement: ${parts.join("; ")}.` +
-    (unmet === 0
-      ? ` All ${goals.length} goals met.`
-      : ` ${unmet} of ${goals.length} goals not met (see the checks).`)
+    compared +
+    (goals.length === 0
+      ? ""
+      : unmet === 0
+        ? ` All ${goals.length} goals met.`
+        : ` ${unmet} of ${goals.length} goals not met (see the checks).`)
   );
 }
 
@@ -382,7 +418,7 @@ export async function runKvEventsStudy(options: StudyOptions): Promise<StudyResu
   let redis: RedisServer | undefined;
   try {
     redis = await startRedisServer(redisPath, { onSpawn: (kill) => void guard.add(kill) });
-    for (const c of conditionsOf(plan)) {
+    for (const c of selectConditions(conditionsOf(plan), options.conditions)) {
       const run = await runCondition(plan, c, options, guard, redis.url);
       const bySignal = (signalled: boolean): KvStudyNumbers =>
         kvStudyNumbers(
