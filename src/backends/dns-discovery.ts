@@ -1,6 +1,7 @@
 // Engines from DNS: each discovery entry's name resolved every refresh_seconds into backends of its tier.
 import { Resolver } from "node:dns/promises";
 import type { BackendConfig, DiscoveryConfig } from "../config/schema.js";
+import type { Timers } from "../core/clock.js";
 
 /** One engine a DNS answer names. */
 export interface DiscoveredEngine {
@@ -77,12 +78,15 @@ export interface DiscoveryOptions {
   /** Called with every entry's current backends whenever one entry's answer changed. */
   onChange: (discovered: readonly BackendConfig[]) => void;
   onError: (entry: DiscoveryConfig, err: unknown) => void;
+  /** Where the refreshes are scheduled: a background loop (the system's unref'd timers, a manual clock's in tests). */
+  timers: Timers;
 }
 
 /** Re-resolves each entry on its own timer; a failed lookup keeps the entry's last answer. */
 export class DnsDiscovery {
   private readonly current = new Map<number, BackendConfig[]>();
-  private readonly timers = new Map<number, NodeJS.Timeout>();
+  /** Each entry's scheduled refresh, as the cancel its timer returned. */
+  private readonly cancels = new Map<number, () => void>();
   private running = false;
 
   constructor(
@@ -125,19 +129,22 @@ export class DnsDiscovery {
   }
 
   private stopTimers(): void {
-    for (const timer of this.timers.values()) clearTimeout(timer);
-    this.timers.clear();
+    for (const cancel of this.cancels.values()) cancel();
+    this.cancels.clear();
   }
 
   private schedule(index: number): void {
     const entry = this.entries[index];
     if (!this.running || entry === undefined) return;
-    // The system's timer (unref'd): re-resolution is the process's background loop, not the request path's.
-    const timer = setTimeout(() => {
-      void this.refresh(index, true).finally(() => this.schedule(index));
-    }, entry.refresh_seconds * 1000);
-    timer.unref();
-    this.timers.set(index, timer);
+    const entries = this.entries;
+    const cancel = this.options.timers.after(entry.refresh_seconds * 1000, () => {
+      this.cancels.delete(index);
+      // A reload while this lookup ran has scheduled the new entries already: this loop ends here.
+      void this.refresh(index, true).finally(() => {
+        if (this.entries === entries) this.schedule(index);
+      });
+    });
+    this.cancels.set(index, cancel);
   }
 
   private async refresh(index: number, notify: boolean): Promise<void> {

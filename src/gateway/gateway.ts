@@ -145,6 +145,7 @@ export class Gateway {
 
     this.discovery = new DnsDiscovery(config.discovery, {
       lookup: options.discoveryLookup ?? dnsLookup(config.health.probe_timeout_seconds * 1000),
+      timers: background,
       onChange: () => {
         // The same config with the engines now found (the tier router's defaults follow their tiers).
         const settings = settingsFrom(this.live.current.settings.config, this.discovery.backends());

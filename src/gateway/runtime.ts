@@ -12,6 +12,7 @@ import type { Clock, Timers } from "../core/clock.js";
 import type { GatewayMetrics } from "../metrics/gateway-metrics.js";
 import type { TurnReceipts } from "../receipts/turn-receipts.js";
 import type { TierClassifier } from "../routing/tier-classifier.js";
+import type { RequestTracer } from "../tracing/request-tracer.js";
 import type { AttemptEnv } from "./attempt.js";
 import type { AttemptTracker } from "./attempt-tracker.js";
 import type { AttemptRecorder } from "./attempt-loop.js";
@@ -47,6 +48,8 @@ export interface GatewayParts {
    */
   readonly timers: Timers;
   readonly logger: Logger;
+  /** One span per request when server.tracing is on (restart-only); undefined when it is off. */
+  readonly tracer: RequestTracer | undefined;
   readonly registry: BackendRegistry;
   /** The placement service (affinity/placement-service.ts): binding lookups, placements, their effects. */
   readonly scheduler: PlacementService;

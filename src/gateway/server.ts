@@ -10,7 +10,6 @@ import {
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { GatewayError, toGatewayError, type ErrorCode } from "../core/errors.js";
-import { createRequestTracer } from "../tracing/request-tracer.js";
 import { handleAdmin, type AdminActions, type AdminDeps } from "./admin-handler.js";
 import { handleCompletion, type CompletionDeps } from "./completion-handler.js";
 import { requireApiKey } from "./client-auth.js";
@@ -41,7 +40,7 @@ type Handler = (
 export type ServerDeps = CompletionDeps &
   AdminDeps &
   StoredResponseDeps &
-  Pick<GatewayParts, "clock" | "timers" | "logger" | "metrics" | "registry" | "live">;
+  Pick<GatewayParts, "clock" | "timers" | "logger" | "tracer" | "metrics" | "registry" | "live">;
 
 /** Non-standard but widely understood: the client closed the connection before the response was complete. */
 const CLIENT_CLOSED_STATUS = 499;
@@ -158,7 +157,7 @@ export function createGatewayServer(
     ),
   );
   // undefined when server.tracing is off: then each hook below is a no-op.
-  const tracer = createRequestTracer(startSettings.tracing, rt.logger);
+  const tracer = rt.tracer;
   const watcher = hooks.requests;
   server.on("close", () => void tracer?.shutdown());
 

@@ -42,6 +42,7 @@ import type { GatewayParts, LiveCell, LiveState } from "./runtime.js";
 import { settingsFrom, type GatewaySettings } from "./settings.js";
 import { SearchingOwnerStore } from "./owner-search.js";
 import { UpstreamPools } from "./upstream-pools.js";
+import { createRequestTracer } from "../tracing/request-tracer.js";
 
 /** Unpredictable to clients, so they cannot craft session ids that collide in the table's index. */
 export function randomHashKey(): [number, number] {
@@ -179,6 +180,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     clock,
     timers: options.timers,
     logger,
+    tracer: createRequestTracer(settings.tracing, logger, options.backgroundTimers),
     registry,
     scheduler,
     slots,

@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Logger } from "pino";
+import type { Timers } from "../core/clock.js";
 import type { RequestContext } from "../gateway/request-context.js";
 import type { TracingConfig } from "./config.js";
 
@@ -34,9 +35,25 @@ export interface RequestTracer {
   shutdown(): Promise<void>;
 }
 
-/** The tracer for `server.tracing`, or undefined when tracing is off (the server's no-op). */
-export function createRequestTracer(config: TracingConfig, logger: Logger): RequestTracer | undefined {
-  return config.enabled ? new BatchingRequestTracer(config, logger) : undefined;
+/**
+ * The tracer for `server.tracing`, or undefined when tracing is off (the server's no-op). Its export loop runs on
+ * `timers`: a background loop (the system's unref'd timers; a manual clock's in tests).
+ */
+export function createRequestTracer(
+  config: TracingConfig,
+  logger: Logger,
+  timers: Timers,
+): RequestTracer | undefined {
+  return config.enabled ? new BatchingRequestTracer(config, logger, timers) : undefined;
+}
+
+/**
+ * Whether a new trace is kept at `ratio`, decided by its trace id alone (OpenTelemetry's TraceIdRatioBased
+ * sampler): the id's last 52 bits, random, read as a fraction of 2^52. Every service that samples by the same
+ * rule keeps the same traces, and no random source is drawn from.
+ */
+export function keptAtRatio(traceId: string, ratio: number): boolean {
+  return parseInt(traceId.slice(-13), 16) / 2 ** 52 < ratio;
 }
 
 /** Probes and scrapes are not traced. */
@@ -73,29 +90,38 @@ export function parseTraceparent(
 class BatchingRequestTracer implements RequestTracer {
   private readonly started = new WeakMap<RequestContext, Started>();
   private queue: FinishedSpan[] = [];
-  private readonly timer: NodeJS.Timeout;
+  private cancelFlush: () => void;
+  private stopped = false;
   private exporting: Promise<void> | undefined;
   private exporter: Promise<typeof import("./otlp-exporter.js")> | undefined;
   private dropped = 0;
-  private lastFailureLogMs = 0;
+  private lastFailureLogMs: number | undefined;
 
   constructor(
     private readonly config: TracingConfig,
     private readonly logger: Logger,
+    private readonly timers: Timers,
   ) {
-    // The system's timer (unref'd): exporting spans is background I/O; nothing of a request waits on it.
-    this.timer = setInterval(() => void this.flush(), config.flush_interval_seconds * 1000);
-    this.timer.unref();
+    this.cancelFlush = this.armFlush();
+  }
+
+  /** Exporting spans is background I/O: nothing of a request waits on this loop. */
+  private armFlush(): () => void {
+    return this.timers.after(this.config.flush_interval_seconds * 1000, () => {
+      void this.flush();
+      if (!this.stopped) this.cancelFlush = this.armFlush();
+    });
   }
 
   begin(ctx: RequestContext, headers: IncomingHttpHeaders): void {
     if (UNTRACED_PATHS.has(ctx.path)) return;
     const parent = parseTraceparent(headers["traceparent"]);
-    const sampled = parent !== undefined ? parent.sampled : Math.random() < this.config.sample_ratio;
+    const traceId = parent?.traceId ?? randomBytes(16).toString("hex");
+    const sampled = parent !== undefined ? parent.sampled : keptAtRatio(traceId, this.config.sample_ratio);
     if (!sampled) return;
     const traceState = headers["tracestate"];
     this.started.set(ctx, {
-      traceId: parent?.traceId ?? randomBytes(16).toString("hex"),
+      traceId,
       spanId: randomBytes(8).toString("hex"),
       parentSpanId: parent?.parentId,
       traceState:
@@ -150,7 +176,8 @@ class BatchingRequestTracer implements RequestTracer {
   }
 
   async shutdown(): Promise<void> {
-    clearInterval(this.timer);
+    this.stopped = true;
+    this.cancelFlush();
     await this.exporting;
     while (this.queue.length > 0) {
       const before = this.queue.length;
@@ -198,8 +225,8 @@ class BatchingRequestTracer implements RequestTracer {
 
   /** At most one warning a minute, with the spans dropped since the last one. */
   private reportFailure(err: unknown): void {
-    const now = Date.now();
-    if (now - this.lastFailureLogMs < 60_000) return;
+    const now = this.timers.nowMs();
+    if (this.lastFailureLogMs !== undefined && now - this.lastFailureLogMs < 60_000) return;
     this.lastFailureLogMs = now;
     this.logger.warn(
       {

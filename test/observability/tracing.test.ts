@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
 import type { RequestContext } from "../../src/gateway/request-context.js";
 import { tracingSchema } from "../../src/tracing/config.js";
-import { createRequestTracer, parseTraceparent } from "../../src/tracing/request-tracer.js";
+import { ManualClock, ManualTimers, systemTimers } from "../../src/core/clock.js";
+import { createRequestTracer, keptAtRatio, parseTraceparent } from "../../src/tracing/request-tracer.js";
 import { chat, startCluster, type Cluster } from "../helpers/cluster.js";
 import { eventsOf, waitUntil } from "../helpers/wait.js";
 
@@ -98,7 +99,9 @@ describe("tracing configuration", () => {
       "t",
     );
     expect(config.server.tracing.enabled).toBe(false);
-    expect(createRequestTracer(config.server.tracing, pino({ level: "silent" }))).toBeUndefined();
+    expect(
+      createRequestTracer(config.server.tracing, pino({ level: "silent" }), systemTimers),
+    ).toBeUndefined();
   });
 
   it("refuses a bad endpoint or sample ratio", () => {
@@ -246,6 +249,7 @@ describe("sampling", () => {
       const tracer = createRequestTracer(
         tracingSchema.parse({ enabled: true, endpoint: `${url}/v1/traces`, sample_ratio: 0 }),
         pino({ level: "silent" }),
+        new ManualTimers(new ManualClock()),
       )!;
       const unsampled = context("/v1/completions", "unsampled");
       tracer.begin(unsampled, {});
@@ -263,6 +267,62 @@ describe("sampling", () => {
       const spans = receiver.spans();
       expect(spans.map((s) => s.attrs["agentserve.request_id"])).toEqual(["parent-sampled"]);
       expect(spans[0]!.status).toEqual({ code: 2, message: "HTTP 502" });
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
+describe("sampling by trace id (TraceIdRatioBased)", () => {
+  const id = (low13: string) => `${"5".repeat(19)}${low13}`;
+
+  it("keeps a trace when its id's last 52 bits, as a fraction, fall under the ratio", () => {
+    expect(keptAtRatio(id("0000000000000"), 0.000001)).toBe(true);
+    expect(keptAtRatio(id("0000000000000"), 0)).toBe(false);
+    expect(keptAtRatio(id("7ffffffffffff"), 0.5)).toBe(true);
+    expect(keptAtRatio(id("8000000000000"), 0.5)).toBe(false);
+    expect(keptAtRatio(id("8000000000000"), 0.51)).toBe(true);
+    expect(keptAtRatio(id("fffffffffffff"), 0.999)).toBe(false);
+    expect(keptAtRatio(id("fffffffffffff"), 1)).toBe(true);
+  });
+
+  it("decides from the id alone: the bits above the last 52 do not matter", () => {
+    expect(keptAtRatio(`${"0".repeat(19)}4000000000000`, 0.3)).toBe(true);
+    expect(keptAtRatio(`${"f".repeat(19)}4000000000000`, 0.3)).toBe(true);
+    expect(keptAtRatio(`${"f".repeat(19)}4000000000000`, 0.2)).toBe(false);
+  });
+});
+
+describe("the export loop on injected timers", () => {
+  it("sends queued spans when flush_interval_seconds has passed on its timers, not before; none after shutdown", async () => {
+    const receiver = new Receiver();
+    const url = await receiver.start();
+    const timers = new ManualTimers(new ManualClock());
+    try {
+      const tracer = createRequestTracer(
+        tracingSchema.parse({ enabled: true, endpoint: `${url}/v1/traces`, flush_interval_seconds: 5 }),
+        pino({ level: "silent" }),
+        timers,
+      )!;
+      const ctx: RequestContext = {
+        requestId: "flushed",
+        startedAtMs: 0,
+        method: "POST",
+        path: "/v1/completions",
+        attempts: 1,
+        queueWaitMs: 0,
+      };
+      tracer.begin(ctx, {});
+      tracer.end(ctx, 200);
+      timers.advance(4_999);
+      expect(timers.size).toBe(1);
+      const sent = eventsOf(receiver.events, "request");
+      timers.advance(1);
+      await waitUntil("the span at the receiver", () => receiver.spans().length === 1, sent);
+      expect(receiver.spans()[0]!.attrs["agentserve.request_id"]).toBe("flushed");
+      expect(timers.size).toBe(1); // the loop re-armed itself
+      await tracer.shutdown();
+      expect(timers.size).toBe(0);
     } finally {
       await receiver.close();
     }
