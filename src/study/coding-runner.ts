@@ -4,6 +4,7 @@ import type { Dispatcher } from "undici";
 import { EXACT_LENGTH, sendChatTurn } from "./chat-client.js";
 import type { CodingCall, CodingSessionPlan } from "./coding-workload.js";
 import type { RequestRecord } from "./session-runner.js";
+import { pause } from "./pause.js";
 
 export interface CodingRecord extends RequestRecord {
   /** The session's own conversation, or one of its sub-agents. */
@@ -29,10 +30,6 @@ export interface CodingRunOptions {
   startGapMs: number;
   now: () => number;
   onRecord: (record: CodingRecord) => void;
-}
-
-function pause(ms: number): Promise<void> {
-  return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Appends a call's preceding message: a user turn, or the previous reply's tool call and its result. */

@@ -4,6 +4,7 @@ import type { Pool } from "undici";
 import { SeededRandom } from "../core/random.js";
 import { sendChatTurn } from "./chat-client.js";
 import type { RequestRecord } from "./session-runner.js";
+import { pause } from "./pause.js";
 
 export interface FairnessSpec {
   seed: number;
@@ -72,10 +73,6 @@ function text(random: SeededRandom, chars: number, tag: string): string {
   let out = `${tag}:`;
   while (out.length < chars) out += ` ${WORDS[random.int(WORDS.length)]}`;
   return out;
-}
-
-function pause(ms: number): Promise<void> {
-  return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 export async function runFairnessTraffic(options: {

@@ -2,6 +2,7 @@
 import type { Pool } from "undici";
 import { EXACT_LENGTH, sendChatTurn } from "./chat-client.js";
 import type { RequestRecord } from "./session-runner.js";
+import { pause } from "./pause.js";
 
 /** A session that plans, then fans out `calls.length` parallel tool-agent calls, round after round. */
 export interface HotSessionPlan {
@@ -23,10 +24,6 @@ export interface SessionlessRequest {
 interface Target {
   pool: Pool;
   timeScale: number;
-}
-
-function pause(ms: number): Promise<void> {
-  return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** Runs each hot session's rounds; a round's calls go out at once, each on the session's history so far. */

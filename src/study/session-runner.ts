@@ -3,6 +3,7 @@ import type { Pool } from "undici";
 import type { Progress } from "./progress.js";
 import { EXACT_LENGTH, sendChatTurn, type ChatTurnResult } from "./chat-client.js";
 import type { SessionPlan } from "./workload.js";
+import { pause } from "./pause.js";
 
 export interface RequestRecord extends ChatTurnResult {
   condition: string;
@@ -33,10 +34,6 @@ export interface RunOptions {
   now?: () => number;
   /** Worker i starts after i x this many simulated ms (arrivals spread out instead of one burst). */
   startGapMs?: number;
-}
-
-function pause(ms: number): Promise<void> {
-  return ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** The messages of one turn: the session's history so far, then the new user message or tool result. */
