@@ -57,6 +57,16 @@ function startDiscovery(config: DiscoveryConfig[]) {
   return { timers, lookup, changes, errors, discovery, nextChange };
 }
 
+/** A discovery of one entry, started with its first lookup answered by `ports`. */
+async function startedWith(...ports: number[]): Promise<ReturnType<typeof startDiscovery>> {
+  const d = startDiscovery(entries("_http._tcp.a.test"));
+  const started = d.discovery.start();
+  await d.lookup.askedFor(1);
+  d.lookup.answer(...ports);
+  await started;
+  return d;
+}
+
 /** Lets every pending promise reaction run (one turn of the event loop; no time passes on any clock). */
 const drained = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -64,11 +74,7 @@ const ports = (backends: readonly BackendConfig[]) => backends.map((b) => Number
 
 describe("DnsDiscovery", () => {
   it("asks again every refresh_seconds on the timers it is given, and reports only answers that changed", async () => {
-    const d = startDiscovery(entries("_http._tcp.a.test"));
-    const started = d.discovery.start();
-    await d.lookup.askedFor(1);
-    d.lookup.answer(8001);
-    await started;
+    const d = await startedWith(8001);
     expect(d.changes.map(ports)).toEqual([[8001]]);
     expect(d.timers.size).toBe(1);
 
@@ -94,11 +100,7 @@ describe("DnsDiscovery", () => {
   });
 
   it("keeps the last answer when a lookup fails, and keeps asking", async () => {
-    const d = startDiscovery(entries("_http._tcp.a.test"));
-    const started = d.discovery.start();
-    await d.lookup.askedFor(1);
-    d.lookup.answer(8001);
-    await started;
+    const d = await startedWith(8001);
     d.timers.advance(5_000);
     await d.lookup.askedFor(2);
     d.lookup.fail();
@@ -116,11 +118,7 @@ describe("DnsDiscovery", () => {
   });
 
   it("a reload while a lookup is in flight leaves one refresh loop per entry", async () => {
-    const d = startDiscovery(entries("_http._tcp.a.test"));
-    const started = d.discovery.start();
-    await d.lookup.askedFor(1);
-    d.lookup.answer(8001);
-    await started;
+    const d = await startedWith(8001);
     d.timers.advance(5_000);
     await d.lookup.askedFor(2); // the old entry's refresh, still unanswered
 
