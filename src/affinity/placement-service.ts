@@ -267,7 +267,7 @@ export class PlacementService {
     const blocks = blocksOf(blockSizeFor(kv, backendId));
     if (blocks === undefined) return { expectedCachedTokens: held, releaseKvPending: undefined };
     const expectedCachedTokens = kv.forecastHeld(backendId, blocks, held, activeTokens?.get(backendId) ?? 0);
-    return { expectedCachedTokens, releaseKvPending: kv.sent(backendId, blocks) };
+    return { expectedCachedTokens, releaseKvPending: kv.sent(backendId, blocks, expectedCachedTokens) };
   }
 
   /** An attempt placed by place() ended (answered, failed, cancelled): what it held pending is let go. */

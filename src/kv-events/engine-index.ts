@@ -64,6 +64,11 @@ export class EngineIndex {
   constructor(
     readonly maxBlocks: number,
     readonly maxSessions: number = 100_000,
+    /**
+     * Hears each content key the engine evicted (its last copy removed), as the removal is applied: the view cuts
+     * the computed run of a pending prompt that lost a block before the engine scheduled it (pending-blocks.ts).
+     */
+    private readonly onEvicted?: (contentKey: number) => void,
   ) {}
 
   get size(): number {
@@ -127,8 +132,10 @@ export class EngineIndex {
       const contentKey = this.byEngineHash.get(key);
       if (contentKey === undefined) continue;
       const extra = this.extraCopies.get(key);
-      if (extra === undefined) this.drop(key, contentKey);
-      else if (extra <= 1) this.extraCopies.delete(key);
+      if (extra === undefined) {
+        this.drop(key, contentKey);
+        if (this.onEvicted !== undefined && !this.contentKeys.has(contentKey)) this.onEvicted(contentKey);
+      } else if (extra <= 1) this.extraCopies.delete(key);
       else this.extraCopies.set(key, extra - 1);
     }
   }
@@ -188,11 +195,15 @@ export class EngineIndex {
   }
 
   /**
-   * Blocks the engine has free without evicting anything, as far as its events tell: none known to be short
-   * (Infinity) until it first evicted, then its peak held count less what it holds now.
+   * Blocks the engine has free without evicting anything, as far as the gateway knows: roomBlocks(). Until the
+   * engine first evicts that is `maxBlocks` (the engine's cache, when the operator set it so) less what it holds,
+   * not unbounded: a prefill queued on an engine that has not yet filled may fill it, and the engine then evicts
+   * what the forecast had taken as safe (seen in the kvevents study: 53,000 tokens over-predicted on an engine
+   * that first filled behind a 100k-token prefill). With max_blocks left at its default (a million) the room is
+   * as good as unbounded, as before.
    */
   spareBlocks(): number {
-    return this.evicting ? Math.max(0, this.peakBlocks - this.byEngineHash.size) : Infinity;
+    return this.roomBlocks();
   }
 
   /**

@@ -56,6 +56,13 @@ interface SharedEntry {
   readonly keys: Float64Array;
   /** The key before `keys` (undefined when `keys` is the whole prompt). */
   readonly anchor: number | undefined;
+  /**
+   * The blocks before the anchor, once this replica's index holds the anchor's chain (in use while the request
+   * runs); undefined until then, or when `keys` is the whole prompt.
+   */
+  prefix: Float64Array | undefined;
+  /** How many blocks precede `keys` (the sender's offset; 0 when `keys` is the whole prompt). */
+  readonly offset: number;
   readonly receivedAtMs: number;
 }
 
@@ -103,8 +110,15 @@ export class KvCacheView {
     const { index } = subscription.subscriber;
     const tailKeys = Float64Array.from(message.tailKeys);
     // The blocks before the anchor are the engine's (the sender found them there): with their chain from the
-    // index, the prompt is tracked whole, its shared prefix (a system prompt) in use while it runs.
-    const prefix = message.anchor === undefined ? undefined : index.chainTo(message.anchor, message.offset);
+    // index, the prompt is tracked whole, its shared prefix (a system prompt) in use while it runs. A prefix the
+    // sender found pending (computed there for another request, not yet reported) is not in the index yet: its
+    // keys come from that pending prompt. Tracked by its anchor only, the prefix was not in use in the eviction
+    // forecast once the other request ended, while the engine still could not evict it.
+    const prefix =
+      message.anchor === undefined
+        ? undefined
+        : (index.chainTo(message.anchor, message.offset) ??
+          pendingPrefix(subscription.pending, message.anchor, message.offset, nowMs));
     let keys = tailKeys;
     let anchor = message.anchor;
     let pendingId: number | undefined;
@@ -117,7 +131,15 @@ export class KvCacheView {
       pendingId = subscription.pending.add(blocks, message.offset, nowMs);
     } else pendingId = subscription.pending.addShared({ ...message, tailKeys }, nowMs);
     for (const key of keys) subscription.inFlight.set(key, (subscription.inFlight.get(key) ?? 0) + 1);
-    this.shared.set(name, { engine: message.engine, pendingId, keys, anchor, receivedAtMs: nowMs });
+    this.shared.set(name, {
+      engine: message.engine,
+      pendingId,
+      keys,
+      anchor,
+      prefix: undefined,
+      offset: message.offset,
+      receivedAtMs: nowMs,
+    });
   }
 
   /** The other replicas' messages may have been missed (the channel dropped): forget their sends. */
@@ -131,10 +153,31 @@ export class KvCacheView {
     if (subscription === undefined) return;
     if (entry.pendingId !== undefined) subscription.pending.release(entry.pendingId);
     releaseInFlight(subscription.inFlight, entry.keys);
+    if (entry.prefix !== undefined) releaseInFlight(subscription.inFlight, entry.prefix);
     if (!touch) return;
     const index = subscription.subscriber.index;
     index.touch(entry.keys, entry.keys.length);
     if (entry.anchor !== undefined) index.touchChain(entry.anchor);
+  }
+
+  /**
+   * Another replica's send tracked by its anchor only (this replica's index did not hold the blocks before it
+   * when its message came: the sender had applied the engine's events sooner) gets its prefix marked in use as
+   * soon as the index holds the anchor's chain. Without it the eviction forecast took a running request's 100k-
+   * token history as evictable, ahead of the blocks the engine really evicts (the kvevents study's 3-replica
+   * over-predictions, docs/kv-events.md, seventh round).
+   */
+  private completeShared(engine: string, subscription: Subscription): void {
+    const { index } = subscription.subscriber;
+    for (const entry of this.shared.values()) {
+      if (entry.engine !== engine || entry.anchor === undefined || entry.prefix !== undefined) continue;
+      if (!index.holds(entry.anchor)) continue;
+      const prefix = index.chainTo(entry.anchor, entry.offset);
+      if (prefix === undefined) continue;
+      entry.prefix = prefix;
+      const { inFlight } = subscription;
+      for (const key of prefix) inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+    }
   }
 
   /** Sends whose end never came (a replica died) leave after the pending TTL, as their pending blocks do. */
@@ -166,13 +209,24 @@ export class KvCacheView {
     }
     for (const backend of backends) {
       if (this.subscriptions.has(backend.id)) continue;
-      const index = new EngineIndex(backend.maxBlocks);
+      const inFlight = new Map<number, number>();
+      // Blocks of prompts in flight that the engine evicted in the batch being applied: it evicted them before
+      // scheduling their request, which will compute them again (pending-blocks.ts, progressed).
+      const evicted = new Set<number>();
+      const index = new EngineIndex(backend.maxBlocks, undefined, (key) => {
+        if (inFlight.has(key)) evicted.add(key);
+      });
       const pending = new PendingBlocks(backend.maxBlocks, this.options.pendingTtlMs);
       const subscriber = new EngineSubscriber(backend.source, index, {
         replayTimeoutMs: this.options.replayTimeoutMs,
         onError: (err) => this.options.onError?.(backend.id, err),
         onApplied: (seq, batch) => {
-          pending.progressed((key) => index.holds(key), this.clock.nowMs());
+          pending.progressed((key) => index.holds(key), this.clock.nowMs(), evicted);
+          evicted.clear();
+          if (this.shared.size > 0) {
+            const subscription = this.subscriptions.get(backend.id);
+            if (subscription !== undefined) this.completeShared(backend.id, subscription);
+          }
           this.options.onApplied?.(backend.id, seq, batch);
           if (this.appliedWaiters.length === 0) return;
           const waiters = this.appliedWaiters;
@@ -180,7 +234,7 @@ export class KvCacheView {
           for (const resolve of waiters) resolve();
         },
       });
-      this.subscriptions.set(backend.id, { backend, subscriber, pending, inFlight: new Map() });
+      this.subscriptions.set(backend.id, { backend, subscriber, pending, inFlight });
     }
   }
 
@@ -222,19 +276,26 @@ export class KvCacheView {
   }
 
   /**
-   * The gateway sends this prompt to the engine: its blocks count as held there until its events report them,
-   * the returned release is called (the request ended), or the TTL passes; until the release they are in use
+   * The gateway sends this prompt to the engine: its blocks count as held there until the returned release is
+   * called (the request ended) or the TTL passes (pending-blocks.ts); until the release they are in use
    * there (the engine cannot evict them), and at the release they become its most recently used. Undefined:
    * nothing to track (the engine publishes no events, or uses another block size).
+   *
+   * `expectedTokens`: what the eviction forecast said the engine will still hold of it when it schedules it
+   * (forecastHeld); the prefill past that, not past what it holds now, is the work this request adds there.
    */
-  sent(backendId: string, blocks: PromptBlocks): ReleasePending | undefined {
+  sent(backendId: string, blocks: PromptBlocks, expectedTokens?: number): ReleasePending | undefined {
     const subscription = this.subscriptions.get(backendId);
     if (subscription === undefined) return undefined;
     const size = subscription.subscriber.index.blockSizeTokens;
     if (size !== 0 && size !== blocks.blockSizeTokens) return undefined;
     const held = this.matchedWithPending(subscription, blocks);
     const { pending, inFlight, subscriber } = subscription;
-    const id = pending.add(blocks, held, this.clock.nowMs());
+    const computed =
+      expectedTokens === undefined
+        ? held
+        : Math.min(held, Math.floor(expectedTokens / blocks.blockSizeTokens));
+    const id = pending.add(blocks, computed, this.clock.nowMs());
     const keys = blocks.keys;
     for (const key of keys) inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
     const shareEnd = this.shareSend(backendId, blocks, held);
@@ -333,6 +394,20 @@ export class KvCacheView {
     void this.pendingShare?.close();
     this.pendingShare = undefined;
   }
+}
+
+/** The first `length` keys of a pending prompt ending at `lastKey`, as a copy (kv-cache-view.ts, applyShared). */
+function pendingPrefix(
+  pending: PendingBlocks,
+  lastKey: number,
+  length: number,
+  nowMs: number,
+): Float64Array | undefined {
+  const keys = pending.prefixTo(lastKey, length, nowMs);
+  if (keys === undefined) return undefined;
+  const prefix = new Float64Array(length);
+  for (let at = 0; at < length; at++) prefix[at] = keys[at] as number;
+  return prefix;
 }
 
 function releaseInFlight(inFlight: Map<number, number>, keys: ArrayLike<number>): void {

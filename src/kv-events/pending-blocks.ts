@@ -7,10 +7,13 @@
 // is scheduled. Leading routers count these blocks too: Dynamo's KV router tracks the blocks of the requests it
 // routed until they complete, and llm-d's precise scorer writes speculative index entries when it routes.
 //
-// One entry per request sent, ending at the first of: the index holds all its blocks (its events came), the
-// request ends (released), `ttlMs` passes (a safety net for an end that is never reported), or the bound drops it
-// (oldest first). Entries keep a reference to the request's own content keys, never a copy. Pure: time comes in
-// as `nowMs`, the index as a membership test.
+// One entry per request sent, held or not, ending at the first of: the request ends (released), `ttlMs` passes
+// (a safety net for an end that is never reported), or the bound drops it (oldest first). Not when the index holds
+// all its blocks: until the engine schedules the request it may still evict them (the index runs behind the
+// engine by the events in flight, and a full engine evicts for the prefill queued ahead), and the request then
+// computes them again, work ahead of every later request there (progressed()). Once scheduled, its blocks are in
+// use and cannot be evicted, so the entry's blocks stay held until its end. Entries keep a reference to the
+// request's own content keys, never a copy. Pure: time comes in as `nowMs`, the index as a membership test.
 import type { PromptBlocks } from "./prompt-blocks.js";
 
 /** How long an entry may live unreleased: far above a prefill's length, so only a lost release ends it. */
@@ -52,13 +55,15 @@ export class PendingBlocks {
   }
 
   /**
-   * Records a prompt sent to the engine, of which `heldBlocks` leading blocks were held or pending there already.
-   * Returns the id to release() it by, or undefined when there is nothing to wait for (it was all held).
+   * Records a prompt sent to the engine, of which `heldBlocks` leading blocks were held or pending there already
+   * and will still be when the engine schedules it (the eviction forecast's run, when it forecast any: the blocks
+   * past it the engine evicts first and the request computes again, work ahead of later requests like the rest).
+   * Returns the id to release() it by, or undefined when it has no blocks or more than the bound.
    */
   add(blocks: PromptBlocks, heldBlocks: number, nowMs: number): number | undefined {
     this.purgeExpired(nowMs);
     const count = blocks.keys.length;
-    if (heldBlocks >= count || count > this.maxBlocks) return undefined;
+    if (count === 0 || count > this.maxBlocks) return undefined;
     return this.insert(
       {
         keys: blocks.keys,
@@ -66,7 +71,7 @@ export class PendingBlocks {
         anchor: undefined,
         promptTokens: blocks.promptTokens,
         blockSizeTokens: blocks.blockSizeTokens,
-        storedBlocks: Math.max(0, heldBlocks),
+        storedBlocks: Math.min(count, Math.max(0, heldBlocks)),
         expiresAtMs: nowMs + this.ttlMs,
       },
       count,
@@ -127,19 +132,51 @@ export class PendingBlocks {
   }
 
   /**
-   * The index applied events: each entry's computed run grows over the blocks the index now holds, and an entry
-   * whose blocks are all held is done (the index answers for them from now on, evictions included).
+   * The index applied events: each entry's computed run grows over the blocks the index now holds.
+   *
+   * `evicted`: content keys of these entries' prompts that the engine evicted in these events (the caller passes
+   * only keys some entry holds, so the common batch costs nothing here). An engine cannot evict a block a running
+   * request uses, so such a block belonged to a request not yet scheduled: the engine will compute it again, and
+   * the entry's computed run is cut back to it. Without the cut the prefill work ahead (remainingTokens) stayed
+   * what the gateway expected at the send, and each eviction it did not foresee made it foresee too few for the
+   * next request on that engine (docs/kv-events.md, "Seventh round").
    */
-  progressed(holds: (contentKey: number) => boolean, nowMs: number): void {
+  progressed(holds: (contentKey: number) => boolean, nowMs: number, evicted?: ReadonlySet<number>): void {
     this.purgeExpired(nowMs);
-    for (const [id, entry] of this.entries) {
+    const cut = evicted !== undefined && evicted.size > 0;
+    for (const entry of this.entries.values()) {
       const { keys, offset } = entry;
       const end = offset + keys.length;
       let stored = entry.storedBlocks;
+      if (cut) {
+        // Only the carried keys can be checked (a shared entry's blocks before its offset are not known here).
+        for (let at = offset; at < stored; at++) {
+          const key = keys[at - offset] as number;
+          if (evicted.has(key) && !holds(key)) {
+            stored = at;
+            break;
+          }
+        }
+      }
       while (stored < end && holds(keys[stored - offset] as number)) stored++;
       entry.storedBlocks = stored;
-      if (stored >= end) this.release(id);
     }
+  }
+
+  /**
+   * The first `length` content keys of a live pending prompt whose block `length - 1` has key `lastKey` (keys
+   * are chained: such a prompt agrees on every earlier block), or undefined when none has. Another replica's
+   * send that found its prefix pending, not yet stored (a burst's shared sub-agent prompt being computed), is
+   * tracked whole from it (kv-cache-view.ts, applyShared).
+   */
+  prefixTo(lastKey: number, length: number, nowMs: number): ArrayLike<number> | undefined {
+    if (length <= 0) return undefined;
+    for (const entry of this.entries.values()) {
+      if (entry.expiresAtMs <= nowMs || entry.offset !== 0 || entry.keys.length < length) continue;
+      if (entry.keys[length - 1] !== lastKey) continue;
+      return entry.keys;
+    }
+    return undefined;
   }
 
   /** The longest leading run of `keys` (a prompt's content keys) that a live pending prompt shares. */

@@ -64,9 +64,15 @@ export class KvCacheManager {
     return true;
   }
 
-  /** Publishes every block the request has completely computed, so other requests can reuse it. */
-  cacheComputedBlocks(request: EngineRequest): void {
-    const fullBlocks = Math.floor(request.numComputedTokens / this.blockSizeTokens);
+  /**
+   * Publishes every full block of the request's first `numTokens` tokens, so other requests can reuse it. As
+   * vLLM's allocate_slots does (its `cache_blocks` up to `num_computed_tokens + num_new_tokens`, capped by the
+   * request's known tokens), the scheduler calls it when it allocates a step's slots, before the step computes
+   * them: a request admitted later in the same step finds the blocks this step computes (the engine writes every
+   * token's KV before attention reads the cache).
+   */
+  cacheBlocks(request: EngineRequest, numTokens: number): void {
+    const fullBlocks = Math.floor(Math.min(numTokens, request.tokens.length) / this.blockSizeTokens);
     if (fullBlocks <= request.numCachedBlocks) return;
     this.hashFullBlocks(request, fullBlocks);
     for (let index = request.numCachedBlocks; index < fullBlocks; index++) {

@@ -1,9 +1,10 @@
 // The engine core: vLLM-style continuous batching over the paged KV cache, one step at a time, on an injected clock.
 //
 // schedule() plans a step (running sequences first, then FCFS admissions, under a token budget and max_num_seqs,
-// preempting the newest running sequence when the cache is full) and prices it with the cost model; the driver
-// lets that much simulated time pass and calls commit(), which applies the step: computed tokens, newly cached
-// blocks, one sampled token per sequence whose known tokens are all computed, finished requests.
+// preempting the newest running sequence when the cache is full), caches the full blocks the step will compute
+// (as vLLM's allocate_slots does) and prices it with the cost model; the driver lets that much simulated time pass
+// and calls commit(), which applies the step: computed tokens, one sampled token per sequence whose known tokens
+// are all computed, finished requests.
 import { GatewayError } from "../core/errors.js";
 import type { Clock } from "../core/clock.js";
 import { addDecode, addPrefillChunk, emptyStepWork, stepDurationMs, type StepWork } from "./cost-model.js";
@@ -140,6 +141,7 @@ export class Scheduler {
         }
       }
       if (!scheduled) break;
+      this.kv.cacheBlocks(request, request.numComputedTokens + numNew);
       sequences.push({ request, numNewTokens: numNew });
       budget -= numNew;
       index += 1;
@@ -155,6 +157,7 @@ export class Scheduler {
       if (!this.kv.allocateSlots(request, numNew, cachedPrefix)) break;
       this.popWaiting();
       request.numComputedTokens = cachedTokens;
+      this.kv.cacheBlocks(request, cachedTokens + numNew);
       request.status = "running";
       if (request.numCachedTokens === undefined) {
         request.numCachedTokens = cachedTokens;
@@ -196,8 +199,8 @@ export class Scheduler {
     for (const { request, numNewTokens } of plan.sequences) {
       // Aborted or preempted while the step ran: its work is discarded.
       if (request.status !== "running") continue;
+      // Its blocks were cached when the step was scheduled (cacheBlocks), as vLLM caches them.
       request.numComputedTokens += numNewTokens;
-      this.kv.cacheComputedBlocks(request);
       if (request.numComputedTokens < request.tokens.length) {
         outputs.push({ request, tokenIndex: -1, finished: false });
         continue;

@@ -29,13 +29,24 @@ function indexOfBoth(): EngineIndex {
 }
 
 describe("EngineIndex eviction forecast", () => {
-  it("has spare blocks without bound until the engine first evicts, then its peak less what it holds", () => {
+  it("has spare blocks up to its max_blocks until the engine first evicts, then its peak less what it holds", () => {
     const index = indexOfBoth();
-    expect(index.spareBlocks()).toBe(Infinity);
+    expect(index.spareBlocks()).toBe(94); // max_blocks 100, 6 held: the engine may fill before it first evicts
     index.removed(removed([13n]));
     expect(index.spareBlocks()).toBe(1);
     index.stored(stored([13n], 12n, B.slice(8, 12)));
     expect(index.spareBlocks()).toBe(0);
+  });
+
+  it("tells which content it evicted, once its last copy is removed", () => {
+    const evicted: number[] = [];
+    const index = new EngineIndex(100, undefined, (key) => evicted.push(key));
+    index.stored(stored([1n, 2n, 3n], null, A.slice(0, 12)));
+    index.stored(stored([1n], null, A.slice(0, 4))); // a second copy of block 1
+    index.removed(removed([1n, 3n]));
+    expect(evicted).toEqual([KEYS_A[2]]);
+    index.removed(removed([1n]));
+    expect(evicted).toEqual([KEYS_A[2], KEYS_A[0]]);
   });
 
   it("has room for its max_blocks less what it holds until it first evicts, then for its peak less that", () => {

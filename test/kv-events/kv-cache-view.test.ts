@@ -223,11 +223,13 @@ describe("KvCacheView with a hand-driven publisher", () => {
     expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(64);
     expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 32);
     expect(view.roomTokens("e1")).toBe((1_000 - 2) * 16 - (BLOCKS.promptTokens - 32)); // its prefill fills some
-    // Its events come: the index holds the blocks, and the entry is done.
+    // Its events come: the index holds the blocks, and only its last token is left (the entry lasts until the
+    // request ends: the engine may evict what it holds until it schedules it).
     await publisher.publish(1n, [stored([13n, 14n], 12n, TOKENS.slice(32, 64))]);
     await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
+    expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 64);
+    release!(); // the request's end
     expect(view.activeTokens("e1")).toBe(0);
-    release!(); // the request's end, after its events: harmless
     expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(64);
 
     // A prompt whose blocks never come: held while pending, not after its release, nor after the TTL.
@@ -255,8 +257,10 @@ describe("KvCacheView with a hand-driven publisher", () => {
     await publisher.publish(0n, [stored([11n, 12n, 13n, 14n], null, TOKENS)]);
     await publisher.publish(1n, [stored([21n, 22n, 23n, 24n], null, other)]);
     await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
-    // An engine that never evicted has room to spare: 10k tokens of work ahead evict nothing.
+    // An engine that never evicted has room up to its max_blocks (1,000, 8 held): 10k tokens of work ahead evict
+    // nothing, 16k (1,000 blocks) evict 8, BLOCKS' first among them.
     expect(view.forecastHeld("e1", BLOCKS, 64, 10_000)).toBe(64);
+    expect(view.forecastHeld("e1", BLOCKS, 64, 16_000)).toBe(0);
 
     // It evicted one block: its capacity is the 8 it held, one is spare. 2 blocks of work ahead evict one more,
     // the oldest: BLOCKS' first.
@@ -277,6 +281,68 @@ describe("KvCacheView with a hand-driven publisher", () => {
     release!();
     expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(48);
     expect(view.forecastHeld("e1", BLOCKS, 64, 5 * 16)).toBe(0);
+  });
+
+  it("counts as work ahead what the forecast or the engine evicts of a sent prompt before scheduling it", async () => {
+    const publisher = await handPublisher();
+    const { view, applied } = makeView(new ManualClock(1_000));
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    await publisher.publish(0n, [stored([11n, 12n, 13n, 14n], null, TOKENS)]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
+    // Held whole, but the forecast says the engine keeps 32 tokens of it: it computes the rest again.
+    const forecast = view.sent("e1", BLOCKS, 32);
+    expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 32);
+    forecast!();
+    // Held whole and forecast kept: its last token only.
+    const release = view.sent("e1", BLOCKS, 64);
+    expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 64);
+    // The engine evicts its last two blocks before scheduling it: it will compute them again.
+    await publisher.publish(1n, [
+      { type: "BlockRemoved", blockHashes: [14n, 13n], medium: "GPU", groupIdx: 0 },
+    ]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 1);
+    expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 32);
+    expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(64); // still coming: its request computes them
+    // It does: their events come.
+    await publisher.publish(2n, [stored([13n, 14n], 12n, TOKENS.slice(32, 64))]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 2);
+    expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 64);
+    release!();
+    expect(view.activeTokens("e1")).toBe(0);
+  });
+
+  it("marks another replica's prefix in use once its index holds the chain its message named", async () => {
+    const publisher = await handPublisher();
+    const { view, applied } = makeView(new ManualClock(1_000));
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    // Replica a sent BLOCKS, finding its first 2 blocks held (its index ran ahead of this one's): only the
+    // blocks past them travel, after the key of block 1.
+    view.applyShared({
+      kind: "sent",
+      replica: "a",
+      id: 1,
+      engine: "e1",
+      offset: 2,
+      anchor: BLOCKS.keys[1],
+      tailKeys: Array.from(BLOCKS.keys.subarray(2)),
+      promptTokens: BLOCKS.promptTokens,
+      blockSizeTokens: 16,
+    });
+    // Then this replica's index learns them, and another prompt after them; the engine evicts one block.
+    const other = Array.from({ length: 64 }, (_, i) => 5000 + i);
+    const otherBlocks = promptBlocksOf([...other, 1], 16, undefined);
+    await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
+    await publisher.publish(1n, [stored([21n, 22n, 23n, 24n], null, other)]);
+    await publisher.publish(2n, [{ type: "BlockRemoved", blockHashes: [24n], medium: "GPU", groupIdx: 0 }]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 2);
+    // Two evictions (3 blocks of work, 1 spare): BLOCKS' first two are in use by a's request, so the other
+    // prompt's go.
+    expect(view.forecastHeld("e1", otherBlocks, 48, 48)).toBe(0);
+    // Once a's send is forgotten, BLOCKS' blocks are the oldest and free: they go first.
+    view.forgetShared();
+    expect(view.forecastHeld("e1", otherBlocks, 48, 48)).toBe(48);
   });
 
   it("says nothing of engines without events", () => {

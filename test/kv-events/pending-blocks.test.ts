@@ -1,5 +1,5 @@
-// Pending blocks (src/kv-events/pending-blocks.ts): prompts sent to an engine count as held there until their
-// events come, the request ends, the TTL passes or the bound drops them; pure, on an injected time.
+// Pending blocks (src/kv-events/pending-blocks.ts): prompts sent to an engine count as held there until the
+// request ends, the TTL passes or the bound drops them; pure, on an injected time.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { PendingBlocks, sharedRun } from "../../src/kv-events/pending-blocks.js";
@@ -54,11 +54,46 @@ describe("PendingBlocks", () => {
     expect(pending.size).toBe(0);
   });
 
-  it("tracks nothing for a prompt already held whole, or longer than the bound", () => {
+  it("tracks a prompt held whole (the engine may still evict it before scheduling it), not one past the bound", () => {
     const pending = new PendingBlocks(8, 60_000);
-    expect(pending.add(prompt(5, 0, 1), 5, 0)).toBeUndefined();
+    const whole = prompt(5, 0, 1);
+    expect(pending.add(whole, 5, 0)).toBeDefined();
+    expect(pending.remainingTokens(0)).toBe(1); // its last token, which an engine always computes
     expect(pending.add(prompt(9, 0, 1), 0, 0)).toBeUndefined();
-    expect(pending.size).toBe(0);
+    expect(pending.size).toBe(1);
+  });
+
+  it("cuts a prompt's computed run back to a block the engine evicted before scheduling it", () => {
+    const pending = new PendingBlocks(1_000, 60_000);
+    const sent = prompt(10, 0, 1); // 161 tokens
+    pending.add(sent, 8, 0);
+    const held = new Set<number>(Array.from(sent.keys).slice(0, 8));
+    // Another prompt's block evicted, or a copy of this one's while the engine still holds the content: no cut.
+    pending.progressed((key) => held.has(key), 1, new Set([prompt(3, 0, 2).keys[1]!]));
+    pending.progressed((key) => held.has(key), 1, new Set([sent.keys[5]!]));
+    expect(pending.remainingTokens(1)).toBe(161 - 8 * SIZE);
+    // Blocks 5 and 6 evicted: the engine computes them again, and everything after them.
+    held.delete(sent.keys[5]!);
+    held.delete(sent.keys[6]!);
+    pending.progressed((key) => held.has(key), 2, new Set([sent.keys[6]!, sent.keys[5]!]));
+    expect(pending.remainingTokens(2)).toBe(161 - 5 * SIZE);
+    expect(pending.sharedBlocks(sent.keys, 2)).toBe(10); // still coming: its request computes them
+    // Its request computes them again: the run grows as its events come.
+    for (const key of Array.from(sent.keys).slice(0, 9)) held.add(key);
+    pending.progressed((key) => held.has(key), 3);
+    expect(pending.remainingTokens(3)).toBe(161 - 9 * SIZE);
+  });
+
+  it("finds the keys before a block of a pending prompt from that block's key", () => {
+    const pending = new PendingBlocks(1_000, 60_000);
+    const sent = prompt(10, 0, 1);
+    pending.add(sent, 0, 0);
+    expect(Array.from(pending.prefixTo(sent.keys[3]!, 4, 1)!).slice(0, 4)).toEqual(
+      Array.from(sent.keys).slice(0, 4),
+    );
+    expect(pending.prefixTo(sent.keys[3]!, 5, 1)).toBeUndefined(); // not its block 4
+    expect(pending.prefixTo(sent.keys[3]!, 0, 1)).toBeUndefined();
+    expect(pending.prefixTo(sent.keys[9]!, 10, 60_000)).toBeUndefined(); // expired
   });
 
   it("counts only the tokens left to compute: those past what was held when sent, then past its events", () => {
@@ -70,11 +105,12 @@ describe("PendingBlocks", () => {
     pending.progressed((key) => stored.has(key), 1);
     expect(pending.remainingTokens(1)).toBe(161 - 7 * SIZE);
     expect(pending.size).toBe(1);
-    // Every block reported: the index answers for them now, and the entry ends.
+    // Every block reported: only the last token is left; the entry lasts until its request ends.
     for (const key of sent.keys) stored.add(key);
     pending.progressed((key) => stored.has(key), 2);
-    expect(pending.size).toBe(0);
-    expect(pending.sharedBlocks(sent.keys, 2)).toBe(0);
+    expect(pending.remainingTokens(2)).toBe(1);
+    expect(pending.size).toBe(1);
+    expect(pending.sharedBlocks(sent.keys, 2)).toBe(10);
   });
 
   it("lets an entry go after its TTL on the injected time", () => {

@@ -79,12 +79,15 @@ describe("PendingBlocks with another replica's send", () => {
     expect(pending.sharedBlocks(prompt(12, 3 * SIZE, 2).keys, 1)).toBe(0); // differs before the anchor
     expect(pending.sharedBlocks(prompt(3, 6 * SIZE, 2).keys, 1)).toBe(0); // shorter than the offset
     expect(pending.remainingTokens(1)).toBe(sent.promptTokens - 4 * SIZE);
-    // Its events report blocks 4-7: the work left shrinks; all of them: the entry ends.
+    // Its events report blocks 4-7: the work left shrinks; all of them: only its last token is left, and the
+    // entry lasts until its end.
     const held = new Set(Array.from(sent.keys).slice(0, 8));
     pending.progressed((key) => held.has(key), 2);
     expect(pending.remainingTokens(2)).toBe(sent.promptTokens - 8 * SIZE);
     for (const key of sent.keys) held.add(key);
     pending.progressed((key) => held.has(key), 3);
+    expect(pending.remainingTokens(3)).toBe(sent.promptTokens - 10 * SIZE);
+    pending.release(id!);
     expect(pending.size).toBe(0);
   });
 

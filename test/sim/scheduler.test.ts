@@ -40,6 +40,27 @@ describe("scheduler", () => {
     expect(request.firstTokenMs).toBeCloseTo(4 * 10 + 200 * 0.1);
   });
 
+  it("lets a request admitted in the step of another's last prefill chunk reuse that chunk, as vLLM caches at allocation", () => {
+    // Block size 16, 64 tokens per step: a's 208-token prompt takes chunks of 64, 64, 64 and 16, the last one
+    // filling block 12. b shares all 208 tokens, arrives while a computes, and is admitted in a's last step.
+    const { scheduler, clock } = makeScheduler({ maxNumBatchedTokens: 64, cost: SIMPLE_COST });
+    const a = makeRequest("a", tokenRange(208), 2);
+    scheduler.add(a);
+    runStep(scheduler, clock);
+    const b = makeRequest("b", [...tokenRange(208), ...tokenRange(40, 9_000)], 2);
+    scheduler.add(b);
+    runStep(scheduler, clock);
+    runStep(scheduler, clock);
+    const last = runStep(scheduler, clock)!;
+    expect(last.plan.sequences.map((s) => [s.request.id, s.numNewTokens])).toEqual([
+      ["a", 16],
+      ["b", 40],
+    ]);
+    // a's 13 blocks were cached when their steps were scheduled, its last one just before b's admission: b
+    // reuses all of them (cached when a step ended, it found 12 and computed block 12 again).
+    expect(b.numCachedTokens).toBe(208);
+  });
+
   it("prices a step from the cost model: overhead + prefill tokens + decoding sequences", () => {
     const { scheduler, clock } = makeScheduler({ cost: SIMPLE_COST });
     scheduler.add(makeRequest("a", tokenRange(30, 1), 4));
