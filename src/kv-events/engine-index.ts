@@ -195,21 +195,12 @@ export class EngineIndex {
   }
 
   /**
-   * Blocks the engine has free without evicting anything, as far as the gateway knows: roomBlocks(). Until the
-   * engine first evicts that is `maxBlocks` (the engine's cache, when the operator set it so) less what it holds,
-   * not unbounded: a prefill queued on an engine that has not yet filled may fill it, and the engine then evicts
-   * what the forecast had taken as safe (seen in the kvevents study: 53,000 tokens over-predicted on an engine
-   * that first filled behind a 100k-token prefill). With max_blocks left at its default (a million) the room is
-   * as good as unbounded, as before.
-   */
-  spareBlocks(): number {
-    return this.roomBlocks();
-  }
-
-  /**
    * Blocks the engine can still store before it must evict, as far as the gateway knows: its capacity (the most
    * it held before it first evicted; until then `maxBlocks`, the bound the operator sets to the engine's cache)
-   * less what it holds.
+   * less what it holds. Not unbounded before the first eviction: a prefill queued on an engine that has not yet
+   * filled may fill it, and the engine then evicts what the forecast had taken as safe (seen in the kvevents study:
+   * 53,000 tokens over-predicted on an engine that first filled behind a 100k-token prefill). With max_blocks left
+   * at its default (a million) the room is as good as unbounded.
    */
   roomBlocks(): number {
     const capacity = this.evicting ? Math.min(this.peakBlocks, this.maxBlocks) : this.maxBlocks;

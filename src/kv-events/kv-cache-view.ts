@@ -130,7 +130,7 @@ export class KvCacheView {
       const blocks = { promptTokens: message.promptTokens, keys, blockSizeTokens: message.blockSizeTokens };
       pendingId = subscription.pending.add(blocks, message.offset, nowMs);
     } else pendingId = subscription.pending.addShared({ ...message, tailKeys }, nowMs);
-    for (const key of keys) subscription.inFlight.set(key, (subscription.inFlight.get(key) ?? 0) + 1);
+    acquireInFlight(subscription.inFlight, keys);
     this.shared.set(name, {
       engine: message.engine,
       pendingId,
@@ -175,8 +175,7 @@ export class KvCacheView {
       const prefix = index.chainTo(entry.anchor, entry.offset);
       if (prefix === undefined) continue;
       entry.prefix = prefix;
-      const { inFlight } = subscription;
-      for (const key of prefix) inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+      acquireInFlight(subscription.inFlight, prefix);
     }
   }
 
@@ -297,7 +296,7 @@ export class KvCacheView {
         : Math.min(held, Math.floor(expectedTokens / blocks.blockSizeTokens));
     const id = pending.add(blocks, computed, this.clock.nowMs());
     const keys = blocks.keys;
-    for (const key of keys) inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+    acquireInFlight(inFlight, keys);
     const shareEnd = this.shareSend(backendId, blocks, held);
     let released = false;
     return () => {
@@ -343,7 +342,7 @@ export class KvCacheView {
     if (subscription === undefined || aheadTokens <= 0) return heldTokens;
     const { index } = subscription.subscriber;
     const size = blocks.blockSizeTokens;
-    const evictions = Math.ceil(aheadTokens / size) - index.spareBlocks();
+    const evictions = Math.ceil(aheadTokens / size) - index.roomBlocks();
     if (!(evictions > 0)) return heldTokens;
     const run = Math.floor(heldTokens / size);
     const inFlight = subscription.inFlight;
@@ -408,6 +407,13 @@ function pendingPrefix(
   const prefix = new Float64Array(length);
   for (let at = 0; at < length; at++) prefix[at] = keys[at] as number;
   return prefix;
+}
+
+function acquireInFlight(inFlight: Map<number, number>, keys: ArrayLike<number>): void {
+  for (let index = 0; index < keys.length; index++) {
+    const key = keys[index] as number;
+    inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+  }
 }
 
 function releaseInFlight(inFlight: Map<number, number>, keys: ArrayLike<number>): void {

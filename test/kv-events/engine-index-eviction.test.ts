@@ -31,11 +31,11 @@ function indexOfBoth(): EngineIndex {
 describe("EngineIndex eviction forecast", () => {
   it("has spare blocks up to its max_blocks until the engine first evicts, then its peak less what it holds", () => {
     const index = indexOfBoth();
-    expect(index.spareBlocks()).toBe(94); // max_blocks 100, 6 held: the engine may fill before it first evicts
+    expect(index.roomBlocks()).toBe(94); // max_blocks 100, 6 held: the engine may fill before it first evicts
     index.removed(removed([13n]));
-    expect(index.spareBlocks()).toBe(1);
+    expect(index.roomBlocks()).toBe(1);
     index.stored(stored([13n], 12n, B.slice(8, 12)));
-    expect(index.spareBlocks()).toBe(0);
+    expect(index.roomBlocks()).toBe(0);
   });
 
   it("tells which content it evicted, once its last copy is removed", () => {
