@@ -105,6 +105,8 @@ export interface PlacementInput<T extends SchedulingCandidate> {
   readonly roomTokens?: ReadonlyMap<string, number> | undefined;
   /** The prompt's length in tokens, when the gateway renders it for KV events. */
   readonly promptTokens?: number | undefined;
+  /** The prompt opens a conversation (src/kv-events/prompt-blocks.ts, PromptBlocks). */
+  readonly opensConversation?: boolean | undefined;
 }
 
 /** How the decision is counted: a hit of the session's binding, a miss, or a spill (a miss that kept it). */
@@ -328,6 +330,7 @@ function kvContext<T extends SchedulingCandidate>(
     activeTokens: input.activeTokens,
     roomTokens: input.roomTokens,
     promptTokens: input.promptTokens,
+    opensConversation: input.opensConversation,
     loadFactor: settings.loadFactor,
     nowMs: input.nowMs,
     engineSignalMaxAgeMs: settings.engineSignalMaxAgeMs,

@@ -5,14 +5,14 @@
 // prefill work already sent there and not yet done. Equal costs go to the least loaded engine, then by the key's
 // rendezvous order, so engines holding the same prefix (the shared system prompt) share the new sessions.
 // - A request without a session goes to the cheapest engine, as does a session being placed (new, rebinding,
-//   failing over), of the engines within the load bound or holding half its prompt or more
-//   (placement/filter-kv-bounded-load.ts): a new conversation's shared prefix does not pull it onto a loaded
-//   engine, a continued one stays with its cache.
+//   failing over), of the engines within the load bound or holding its conversation (a continued one, half its
+//   prompt or more; placement/filter-kv-bounded-load.ts): a new conversation's shared opening does not pull it
+//   onto a loaded engine, however much of its prompt the opening is; a continued one stays with its cache.
 // - A bound session leaves its engine only for one that holds at least `move_min_tokens` more of its prompt and
 //   costs less (its engine evicted it, or its blocks are elsewhere): one more prefill on its own engine costs
 //   less than scattering sessions, and a move for load alone would strand the session's cache.
 // - A bound session whose engine has no free slot spills to the cheapest engine free now (within the load bound
-//   or holding half its prompt, as a move's target must be too), if that costs less than waiting at home;
+//   or holding its conversation, as a move's target must be too), if that costs less than waiting at home;
 //   otherwise it waits for a slot where its cache is.
 // When no engine that may take the request holds any of it, placement is as without events; engines without
 // events hold "nothing known" and have no known work here.
@@ -37,6 +37,7 @@ export interface KvPlacementContext<T extends SchedulingCandidate> {
   readonly activeTokens: ReadonlyMap<string, number> | undefined;
   readonly roomTokens?: ReadonlyMap<string, number> | undefined;
   readonly promptTokens?: number | undefined;
+  readonly opensConversation?: boolean | undefined;
   readonly loadFactor: number;
   readonly nowMs: number;
   readonly engineSignalMaxAgeMs: number;
@@ -63,6 +64,7 @@ function requestOf<T extends SchedulingCandidate>(context: KvPlacementContext<T>
     activeTokens: context.activeTokens,
     roomTokens: context.roomTokens,
     promptTokens: context.promptTokens,
+    opensConversation: context.opensConversation,
   };
 }
 

@@ -4,7 +4,7 @@ import {
   activeTokensOf,
   blockSizeFor,
   cachedTokensOf,
-  promptTokensOf,
+  renderedPromptOf,
   roomTokensOf,
 } from "../kv-events/cached-tokens.js";
 import type { KvCacheView } from "../kv-events/kv-cache-view.js";
@@ -195,6 +195,7 @@ export class PlacementService {
     // Engines' work, room and the prompt's length matter only where some engine holds part of the prompt.
     const kvKnown = kv !== undefined && cachedTokens !== undefined ? kv : undefined;
     const activeTokens = kvKnown && activeTokensOf(kvKnown, candidateIds(candidates));
+    const prompt = kvKnown && renderedPromptOf(kvKnown, candidateIds(candidates), blocksOf);
     const decision = decidePlacement(settings, {
       sessionId,
       tier,
@@ -206,7 +207,8 @@ export class PlacementService {
       cachedTokens,
       activeTokens,
       roomTokens: kvKnown && roomTokensOf(kvKnown, candidateIds(candidates)),
-      promptTokens: kvKnown && promptTokensOf(kvKnown, candidateIds(candidates), blocksOf),
+      promptTokens: prompt?.promptTokens,
+      opensConversation: prompt?.opensConversation,
     });
     // The prompt's blocks count as pending on its engine before anything is awaited: a request placed while
     // this one waits for the store (a burst's next sub-agent) must find them (src/kv-events).

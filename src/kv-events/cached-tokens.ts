@@ -38,14 +38,14 @@ export function cachedTokensOf(
   return held;
 }
 
-/** The prompt's length in tokens, when it renders for some candidate that publishes events. */
-export function promptTokensOf(
+/** The prompt's blocks for the first candidate that publishes events, when it renders (its length, its opening). */
+export function renderedPromptOf(
   view: KvCacheView,
   candidateIds: Iterable<string>,
   blocksOf: ((blockSizeTokens: number) => PromptBlocks | undefined) | undefined,
-): number | undefined {
+): PromptBlocks | undefined {
   if (blocksOf === undefined) return undefined;
-  for (const id of candidateIds) if (view.has(id)) return blocksOf(blockSizeFor(view, id))?.promptTokens;
+  for (const id of candidateIds) if (view.has(id)) return blocksOf(blockSizeFor(view, id));
   return undefined;
 }
 

@@ -19,13 +19,31 @@ export interface PromptBlocks {
   /** Content keys of its reusable full blocks (never the block holding the last token), in order. */
   readonly keys: Float64Array;
   readonly blockSizeTokens: number;
+  /**
+   * The prompt opens a conversation: it carries no earlier answer (system, tools, user messages only), so what an
+   * engine holds of it is an opening other conversations may share, never this conversation's own turns. False
+   * or absent where that is not known (a raw completions prompt, another replica's send).
+   */
+  readonly opensConversation?: boolean;
+}
+
+/** A rendered prompt: its token ids, its cache salt, and whether it opens a conversation (PromptBlocks). */
+export interface RenderedPrompt {
+  readonly tokens: number[];
+  readonly cacheSalt: string | undefined;
+  readonly opensConversation: boolean;
+}
+
+/** No earlier answer among the messages: no assistant turn and no tool result. */
+function opensConversation(messages: readonly { role: string }[]): boolean {
+  return messages.every((m) => m.role !== "assistant" && m.role !== "tool" && m.role !== "function");
 }
 
 /** The prompt's token ids as the simulated engine renders them, or undefined (another API, invalid, several prompts). */
 export function simulatedPromptTokens(
   endpoint: Endpoint,
   body: Record<string, unknown>,
-): { tokens: number[]; cacheSalt: string | undefined } | undefined {
+): RenderedPrompt | undefined {
   try {
     switch (endpoint) {
       case "chat": {
@@ -34,19 +52,28 @@ export function simulatedPromptTokens(
           tools: request.tools,
           addGenerationPrompt: request.addGenerationPrompt,
         });
-        return { tokens, cacheSalt: request.cacheSalt };
+        return {
+          tokens,
+          cacheSalt: request.cacheSalt,
+          opensConversation: opensConversation(request.messages),
+        };
       }
       case "completions": {
         const request = parseCompletionRequest(body);
         const [prompt] = request.prompts;
         if (request.prompts.length !== 1 || prompt === undefined) return undefined;
-        return { tokens: typeof prompt === "string" ? encode(prompt) : prompt, cacheSalt: request.cacheSalt };
+        return {
+          tokens: typeof prompt === "string" ? encode(prompt) : prompt,
+          cacheSalt: request.cacheSalt,
+          opensConversation: false,
+        };
       }
       case "messages": {
         const request = parseMessagesRequest(body);
         return {
           tokens: renderChat(request.messages, { tools: promptTools(request) }),
           cacheSalt: undefined,
+          opensConversation: opensConversation(request.messages),
         };
       }
       default:
@@ -63,6 +90,7 @@ export function promptBlocksOf(
   tokens: readonly number[],
   blockSizeTokens: number,
   cacheSalt: string | undefined,
+  opensConversation = false,
 ): PromptBlocks {
   const count = tokens.length <= 1 ? 0 : Math.floor((tokens.length - 1) / blockSizeTokens);
   const keys = new Float64Array(count);
@@ -71,7 +99,7 @@ export function promptBlocksOf(
     parent = hashBlock(parent, tokens, index * blockSizeTokens, blockSizeTokens);
     keys[index] = parent;
   }
-  return { promptTokens: tokens.length, keys, blockSizeTokens };
+  return { promptTokens: tokens.length, keys, blockSizeTokens, opensConversation };
 }
 
 /** A request's prompt blocks, computed once per block size (placement asks per attempt). */
@@ -90,7 +118,9 @@ export class LazyPromptBlocks {
     ) {
       const prompt = simulatedPromptTokens(this.endpoint, this.body);
       this.computed =
-        prompt === undefined ? null : promptBlocksOf(prompt.tokens, blockSizeTokens, prompt.cacheSalt);
+        prompt === undefined
+          ? null
+          : promptBlocksOf(prompt.tokens, blockSizeTokens, prompt.cacheSalt, prompt.opensConversation);
     }
     return this.computed ?? undefined;
   }

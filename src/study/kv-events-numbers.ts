@@ -21,6 +21,12 @@ export interface KvStudyNumbers {
   /** The sessions' own calls (the long prompts), without their sub-agents. */
   mainTtftP50Seconds: number;
   mainTtftP99Seconds: number;
+  /**
+   * The sub-agents' calls (short prompts, most of the calls): the all-call p50 is theirs, so a placement that
+   * crowds the sessions' own calls onto few engines and leaves the others to the sub-agents wins it.
+   */
+  subagentTtftP50Seconds: number;
+  subagentTtftP99Seconds: number;
   largestPromptTokens: number;
   /** Calls whose receipt carried expected_cached_tokens (every call, when the gateway places by events). */
   predictedTurns: number;
@@ -53,6 +59,7 @@ export function predictionError(record: CodingRecord): number | undefined {
 export function kvStudyNumbers(records: readonly CodingRecord[], timeScale: number): KvStudyNumbers {
   const served = records.filter(ok);
   const main = served.filter((r) => r.thread === "main");
+  const subagents = served.filter((r) => r.thread === "subagent");
   const ttft = (list: readonly CodingRecord[]): number[] =>
     list.flatMap((r) => (r.ttftMs === null ? [] : [simSeconds(r.ttftMs, timeScale)]));
   const promptTokens = served.reduce((n, r) => n + r.promptTokens, 0);
@@ -73,6 +80,8 @@ export function kvStudyNumbers(records: readonly CodingRecord[], timeScale: numb
     ttftP99Seconds: percentile(ttft(served), 99),
     mainTtftP50Seconds: percentile(ttft(main), 50),
     mainTtftP99Seconds: percentile(ttft(main), 99),
+    subagentTtftP50Seconds: percentile(ttft(subagents), 50),
+    subagentTtftP99Seconds: percentile(ttft(subagents), 99),
     largestPromptTokens: Math.max(0, ...served.map((r) => r.promptTokens)),
     predictedTurns: predicted.length,
     predictionWithinTolerance: ratio(errors.filter((e) => e <= PREDICTION_TOLERANCE).length, errors.length),

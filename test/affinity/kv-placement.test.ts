@@ -32,6 +32,7 @@ function decide(
   activeTokens: Record<string, number> = {},
   promptTokens?: number,
   roomTokens?: Record<string, number>,
+  opensConversation?: boolean,
 ) {
   return decidePlacement(settings(), {
     sessionId: sessionId ?? undefined,
@@ -45,6 +46,7 @@ function decide(
     activeTokens: new Map(Object.entries(activeTokens)),
     promptTokens,
     roomTokens: roomTokens === undefined ? undefined : new Map(Object.entries(roomTokens)),
+    opensConversation,
   });
 }
 
@@ -98,6 +100,20 @@ describe("placement by KV events", () => {
     expect(decide(undefined, list, own, null, {}, 100_000).selection).toMatchObject({
       backend: { id: "engine-0" },
       reason: "kv_prefix",
+    });
+  });
+
+  it("a prompt that opens a conversation keeps to the bound even where the shared opening is most of it", () => {
+    const list = [candidate("engine-0", { inflight: 6 }), candidate("engine-1"), candidate("engine-2")];
+    // A sub-agent's first call: 6,000 tokens of instructions its siblings share (held by engine-0), 150 its own.
+    const instructions = { "engine-0": 6_000, "engine-1": 0, "engine-2": 0 };
+    for (const sessionId of [null, "s-sub"]) {
+      const opening = decide(undefined, list, instructions, sessionId, {}, 6_150, undefined, true);
+      expect(opening.selection?.backend.id).not.toBe("engine-0");
+    }
+    // The same tokens held of a prompt that continues a conversation: its engine keeps it, past the bound.
+    expect(decide(undefined, list, instructions, null, {}, 6_150, undefined, false).selection).toMatchObject({
+      backend: { id: "engine-0" },
     });
   });
 

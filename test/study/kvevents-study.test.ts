@@ -50,6 +50,23 @@ describe("the KV-events study's numbers", () => {
     expect(n.ttftP50Seconds).toBeCloseTo(1);
   });
 
+  it("gives the sessions' own calls and the sub-agents' calls a TTFT of their own", () => {
+    const records = [
+      call({ ttftMs: 500 }),
+      call({ ttftMs: 700 }),
+      call({ thread: "subagent", ttftMs: 100 }),
+      call({ thread: "subagent", ttftMs: 100 }),
+      call({ thread: "subagent", ttftMs: 300 }),
+    ];
+    const n = kvStudyNumbers(records, 10);
+    expect(n.subagentRequests).toBe(3);
+    expect(n.mainTtftP99Seconds).toBeCloseTo(7, 1);
+    expect(n.subagentTtftP50Seconds).toBeCloseTo(1);
+    expect(n.subagentTtftP99Seconds).toBeCloseTo(3, 1);
+    // The all-call p50 falls on a sub-agent's call when they are most of the calls.
+    expect(n.ttftP50Seconds).toBeCloseTo(3);
+  });
+
   it("flags event-driven placement that reuses less than approximate, and a prediction right on too few calls", () => {
     const base = kvStudyNumbers([call({ expectedCachedTokens: 800 })], 1);
     const row = (placement: "approximate" | "events", cachedShare: number, within: number) => ({

@@ -58,7 +58,7 @@ const byKvPlaceCost = [{ scorer: kvPlaceCostScorer, weight: 1 }, byKvCost[1], by
 
 /**
  * Where a new placement goes by what engines hold (a session being placed, a request without a session): the
- * cheapest engine within the load bound, or holding most of the prompt (filter-kv-bounded-load.ts), counting
+ * cheapest engine within the load bound, or holding the conversation (filter-kv-bounded-load.ts), counting
  * what it would evict there.
  */
 export const kvPlacePipeline: Pipeline = {
@@ -68,8 +68,8 @@ export const kvPlacePipeline: Pipeline = {
 };
 
 /**
- * Where a bound session may move by what engines hold: the cheapest engine within the load bound or holding half
- * its prompt (filter-kv-bounded-load.ts). The bound is waived where the conversation is held: the cost already
+ * Where a bound session may move by what engines hold: the cheapest engine within the load bound or holding its
+ * conversation (half its prompt or more; filter-kv-bounded-load.ts). The bound is waived where the conversation is held: the cost already
  * weighs the work queued there in the same unit as the cache it saves, where the bound counts requests, so it
  * would keep a 150k-token conversation from its cache because that engine runs one more short request. An engine
  * holding less (a shared prefix) takes it only within the bound, as every other placement's target does.
@@ -80,7 +80,7 @@ export const kvCostPipeline: Pipeline = {
   picker: maxScorePicker,
 };
 
-/** A spill by what engines hold: the cheapest engine free now, within the load bound or holding half the prompt. */
+/** A spill by what engines hold: the cheapest engine free now, within the load bound or holding the conversation. */
 export const kvSpillPipeline: Pipeline = {
   filters: [eligibleFilter, freeSlotFilter, kvBoundedLoadFilter],
   scorers: byKvCost,

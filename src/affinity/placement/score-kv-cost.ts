@@ -34,19 +34,25 @@ export function kvDisplacedTokens(request: PlacementRequest, candidate: Placemen
 }
 
 /**
- * Whether the request starts a conversation no engine has: none holds half its prompt (the held-most rule of
- * filter-kv-bounded-load.ts). Such a request finds at most a shared prefix anywhere.
+ * Whether `heldTokens` on an engine are the request's conversation itself, not just an opening it shares with
+ * others: the prompt continues a conversation (it carries an earlier answer) and the engine holds at least half
+ * of it. Without the prompt's length (engines matched by session only), what an engine holds is the session's own.
  */
-export function isNewConversation(request: PlacementRequest): boolean {
+export function holdsConversation(request: PlacementRequest, heldTokens: number): boolean {
+  if (request.opensConversation === true) return false;
   const prompt = request.promptTokens;
-  if (prompt === undefined) return false;
-  for (const held of request.cachedTokens?.values() ?? []) if (holdsHalf(held, prompt)) return false;
-  return true;
+  return prompt === undefined ? heldTokens > 0 : 2 * heldTokens >= prompt;
 }
 
-/** An engine holding at least half the prompt holds the conversation, not just a shared prefix. */
-export function holdsHalf(heldTokens: number, promptTokens: number): boolean {
-  return 2 * heldTokens >= promptTokens;
+/**
+ * Whether the request starts a conversation no engine has: it opens one (a first call, a sub-agent's first call),
+ * or no engine holds half its prompt (holdsConversation). Such a request finds at most a shared prefix anywhere.
+ */
+export function isNewConversation(request: PlacementRequest): boolean {
+  if (request.opensConversation === true) return true;
+  if (request.promptTokens === undefined) return false;
+  for (const held of request.cachedTokens?.values() ?? []) if (holdsConversation(request, held)) return false;
+  return true;
 }
 
 /**

@@ -53,6 +53,11 @@ export interface PlacementRequest {
   readonly roomTokens?: ReadonlyMap<string, number> | undefined;
   /** The prompt's length in tokens, when the gateway renders it (src/kv-events/prompt-blocks.ts). */
   readonly promptTokens?: number | undefined;
+  /**
+   * The prompt carries no earlier answer (src/kv-events/prompt-blocks.ts): what any engine holds of it is an
+   * opening other conversations may share (a system prompt, a sub-agent's instructions), not this conversation.
+   */
+  readonly opensConversation?: boolean | undefined;
 }
 
 /**

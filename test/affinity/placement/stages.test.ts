@@ -13,7 +13,12 @@ import { kvCacheScorer, UNKNOWN_KV_SCORE } from "../../../src/affinity/placement
 import { queueScorer } from "../../../src/affinity/placement/score-queue.js";
 import { rendezvousScorer } from "../../../src/affinity/placement/score-rendezvous.js";
 import { freeSlotScorer } from "../../../src/affinity/placement/score-free-slot.js";
-import { KV_PREFILL_WEIGHT, kvCostScorer } from "../../../src/affinity/placement/score-kv-cost.js";
+import {
+  isNewConversation,
+  KV_PREFILL_WEIGHT,
+  kvCostScorer,
+  kvPlaceCostTokens,
+} from "../../../src/affinity/placement/score-kv-cost.js";
 import { leastLoadScorer } from "../../../src/affinity/placement/score-least-load.js";
 import { kvCostPipeline, sessionPlacementPipeline } from "../../../src/affinity/placement/pipelines.js";
 import type { PlacementRequest, Pipeline, Scorer } from "../../../src/affinity/placement/types.js";
@@ -93,16 +98,39 @@ describe("kvCostScorer, leastLoadScorer and kvCostPipeline (placement by KV even
       ),
     );
   });
+
+  it("takes a prompt that opens a conversation as new however much of it an engine holds, and charges its evictions", () => {
+    const list = [candidate("a"), candidate("b")];
+    // A sub-agent's first call (6,150 tokens) whose shared 6,000-token opening engine a holds; a has room for 50.
+    const opening = (opens: boolean | undefined): PlacementRequest => ({
+      ...kvRequest({ a: 6_000 }, {}),
+      promptTokens: 6_150,
+      roomTokens: new Map([["a", 50]]),
+      opensConversation: opens,
+    });
+    expect(isNewConversation(opening(true))).toBe(true);
+    expect(kvPlaceCostTokens(opening(true), list[0]!)).toBe(-KV_PREFILL_WEIGHT * 6_000 + 100);
+    // Not known to open one: holding half the prompt, engine a holds the conversation, and what it evicts is not counted.
+    for (const opens of [false, undefined]) {
+      expect(isNewConversation(opening(opens))).toBe(false);
+      expect(kvPlaceCostTokens(opening(opens), list[0]!)).toBe(-KV_PREFILL_WEIGHT * 6_000);
+    }
+  });
 });
 
 describe("kvBoundedLoadFilter (new placements by KV events)", () => {
-  const held = (tokens: Record<string, number>, promptTokens: number | undefined): PlacementRequest => ({
+  const held = (
+    tokens: Record<string, number>,
+    promptTokens: number | undefined,
+    opensConversation?: boolean,
+  ): PlacementRequest => ({
     ...request(),
     cachedTokens: new Map(Object.entries(tokens)),
     promptTokens,
+    opensConversation,
   });
 
-  it("keeps the backends within the load bound, and those holding at least half the prompt", () => {
+  it("keeps the backends within the load bound, and those holding at least half of a continued conversation", () => {
     fc.assert(
       fc.property(
         candidatesArb(),
@@ -110,14 +138,17 @@ describe("kvBoundedLoadFilter (new placements by KV events)", () => {
         loadFactorArb,
         fc.array(fc.integer({ min: 0, max: 200_000 }), { minLength: 16, maxLength: 16 }),
         fc.integer({ min: 1, max: 200_000 }),
-        (list, key, c, numbers, prompt) => {
+        fc.boolean(),
+        (list, key, c, numbers, prompt, opens) => {
           const state = stateOf(key, list, c);
           const tokens: Record<string, number> = {};
           list.forEach((cand, i) => (tokens[cand.id] = numbers[i % 16]!));
-          const kept = kvBoundedLoadFilter(held(tokens, prompt), state, list);
+          const kept = kvBoundedLoadFilter(held(tokens, prompt, opens), state, list);
           const within = boundedLoadFilter(request(), state, list);
           for (const cand of list)
-            expect(kept.includes(cand)).toBe(within.includes(cand) || 2 * tokens[cand.id]! >= prompt);
+            expect(kept.includes(cand)).toBe(
+              within.includes(cand) || (!opens && 2 * tokens[cand.id]! >= prompt),
+            );
         },
       ),
     );
@@ -131,6 +162,15 @@ describe("kvBoundedLoadFilter (new placements by KV events)", () => {
     expect(ids(held({ a: 20_000 }, 100_000))).toEqual(["b", "c"]);
     // Matched by session only (no prompt length): what an engine holds is the session's own conversation.
     expect(ids(held({ a: 16 }, undefined))).toEqual(["a", "b", "c"]);
+  });
+
+  it("keeps a new conversation within the bound even where its whole opening is held (a burst's sub-agents)", () => {
+    const list = [candidate("a", { inflight: 6 }), candidate("b"), candidate("c")];
+    const state = stateOf(KEY, list, 1.25);
+    const ids = (r: PlacementRequest) => kvBoundedLoadFilter(r, state, list).map((x) => x.id);
+    // A sub-agent's first call: a 6,000-token instruction its siblings share, a short task of its own.
+    expect(ids(held({ a: 6_000 }, 6_150, true))).toEqual(["b", "c"]);
+    expect(ids(held({ a: 6_000 }, 6_150, false))).toEqual(["a", "b", "c"]);
   });
 });
 
