@@ -107,6 +107,8 @@ export interface PlacementInput<T extends SchedulingCandidate> {
   readonly promptTokens?: number | undefined;
   /** The prompt opens a conversation (src/kv-events/prompt-blocks.ts, PromptBlocks). */
   readonly opensConversation?: boolean | undefined;
+  /** Requests other gateway replicas have in flight on each such engine, when they share their sends (src/kv-events). */
+  readonly otherReplicasLoad?: ReadonlyMap<string, number> | undefined;
 }
 
 /** How the decision is counted: a hit of the session's binding, a miss, or a spill (a miss that kept it). */
@@ -331,6 +333,7 @@ function kvContext<T extends SchedulingCandidate>(
     roomTokens: input.roomTokens,
     promptTokens: input.promptTokens,
     opensConversation: input.opensConversation,
+    otherReplicasLoad: input.otherReplicasLoad,
     loadFactor: settings.loadFactor,
     nowMs: input.nowMs,
     engineSignalMaxAgeMs: settings.engineSignalMaxAgeMs,

@@ -38,6 +38,7 @@ export interface KvPlacementContext<T extends SchedulingCandidate> {
   readonly roomTokens?: ReadonlyMap<string, number> | undefined;
   readonly promptTokens?: number | undefined;
   readonly opensConversation?: boolean | undefined;
+  readonly otherReplicasLoad?: ReadonlyMap<string, number> | undefined;
   readonly loadFactor: number;
   readonly nowMs: number;
   readonly engineSignalMaxAgeMs: number;
@@ -65,6 +66,7 @@ function requestOf<T extends SchedulingCandidate>(context: KvPlacementContext<T>
     roomTokens: context.roomTokens,
     promptTokens: context.promptTokens,
     opensConversation: context.opensConversation,
+    otherReplicasLoad: context.otherReplicasLoad,
   };
 }
 

@@ -4,6 +4,7 @@ import {
   activeTokensOf,
   blockSizeFor,
   cachedTokensOf,
+  otherReplicasLoadOf,
   renderedPromptOf,
   roomTokensOf,
 } from "../kv-events/cached-tokens.js";
@@ -209,6 +210,7 @@ export class PlacementService {
       roomTokens: kvKnown && roomTokensOf(kvKnown, candidateIds(candidates)),
       promptTokens: prompt?.promptTokens,
       opensConversation: prompt?.opensConversation,
+      otherReplicasLoad: kvKnown && otherReplicasLoadOf(kvKnown, candidateIds(candidates)),
     });
     // The prompt's blocks count as pending on its engine before anything is awaited: a request placed while
     // this one waits for the store (a burst's next sub-agent) must find them (src/kv-events).
@@ -226,8 +228,26 @@ export class PlacementService {
     } catch (err) {
       release(err);
     }
-    if (applying instanceof Promise)
-      return applying.then(() => this.selected(decision, tier, kvPart), release);
+    if (applying instanceof Promise) {
+      // Counted as load on its backend until it is in flight: the requests of a burst placed during the
+      // store's round trip must see each other, or every one of them finds the same loads and the bound
+      // lets them all onto one engine (docs/kv-events.md, ninth round).
+      const backend = decision.selection?.backend;
+      if (backend !== undefined) backend.placing = (backend.placing ?? 0) + 1;
+      const placed = (): void => {
+        if (backend !== undefined) backend.placing = Math.max(0, (backend.placing ?? 1) - 1);
+      };
+      return applying.then(
+        () => {
+          placed();
+          return this.selected(decision, tier, kvPart);
+        },
+        (err: unknown) => {
+          placed();
+          return release(err);
+        },
+      );
+    }
     return this.selected(decision, tier, kvPart);
   }
 

@@ -27,6 +27,8 @@ export class Backend implements SchedulingCandidate {
   inflight = 0;
   /** Requests waiting at the gateway for a slot here (maintained by BackendSlots). */
   queued = 0;
+  /** Requests placed here while their binding is written (maintained by PlacementService). */
+  placing = 0;
   /** The engine's own last reported load (from its /metrics), if the gateway reads it. */
   engineLoad: EngineLoad | undefined;
 

@@ -73,6 +73,17 @@ export function activeTokensOf(
   return perEngine(candidateIds, (id) => view.activeTokens(id));
 }
 
+/**
+ * The other replicas' requests in flight on each candidate that publishes events (kv-cache-view.ts,
+ * otherReplicasRequests), or undefined when the fleet does not share its sends.
+ */
+export function otherReplicasLoadOf(
+  view: KvCacheView,
+  candidateIds: Iterable<string>,
+): Map<string, number> | undefined {
+  return perEngine(candidateIds, (id) => view.otherReplicasRequests(id));
+}
+
 /** Prompt tokens each candidate that publishes events can take before it evicts (kv-cache-view.ts, roomTokens). */
 export function roomTokensOf(
   view: KvCacheView,

@@ -42,6 +42,8 @@ interface Subscription {
   readonly pending: PendingBlocks;
   /** Content key -> requests of this gateway in flight there whose prompt holds it (the engine cannot evict it). */
   readonly inFlight: Map<number, number>;
+  /** The other replicas' requests in flight there, as their shared sends tell (applyShared). */
+  otherRequests: number;
 }
 
 /** Ends a sent prompt's pending entry (its request ended); calling it twice is harmless. */
@@ -131,6 +133,7 @@ export class KvCacheView {
       pendingId = subscription.pending.add(blocks, message.offset, nowMs);
     } else pendingId = subscription.pending.addShared({ ...message, tailKeys }, nowMs);
     acquireInFlight(subscription.inFlight, keys);
+    subscription.otherRequests++;
     this.shared.set(name, {
       engine: message.engine,
       pendingId,
@@ -151,6 +154,7 @@ export class KvCacheView {
     this.shared.delete(name);
     const subscription = this.subscriptions.get(entry.engine);
     if (subscription === undefined) return;
+    subscription.otherRequests = Math.max(0, subscription.otherRequests - 1);
     if (entry.pendingId !== undefined) subscription.pending.release(entry.pendingId);
     releaseInFlight(subscription.inFlight, entry.keys);
     if (entry.prefix !== undefined) releaseInFlight(subscription.inFlight, entry.prefix);
@@ -233,7 +237,7 @@ export class KvCacheView {
           for (const resolve of waiters) resolve();
         },
       });
-      this.subscriptions.set(backend.id, { backend, subscriber, pending, inFlight });
+      this.subscriptions.set(backend.id, { backend, subscriber, pending, inFlight, otherRequests: 0 });
     }
   }
 
@@ -356,6 +360,17 @@ export class KvCacheView {
    */
   activeTokens(backendId: string): number | undefined {
     return this.subscriptions.get(backendId)?.pending.remainingTokens(this.clock.nowMs());
+  }
+
+  /**
+   * The other replicas' requests in flight on the engine, from their shared sends (share()); undefined when the
+   * fleet does not share its sends or the engine publishes no events. The load bound counts them beside this
+   * replica's own (placement/filter-kv-bounded-load.ts): without them each of three replicas sees a third of an
+   * engine's requests.
+   */
+  otherReplicasRequests(backendId: string): number | undefined {
+    if (this.pendingShare === undefined) return undefined;
+    return this.subscriptions.get(backendId)?.otherRequests;
   }
 
   /**

@@ -196,6 +196,7 @@ describe("two replicas sharing their sends through Redis", () => {
       const sent = prompt(10, 6 * SIZE, 1); // its first 2 blocks are the stem the engine holds
       expect(b.view.held("e1", sent, undefined)?.tokens).toBe(2 * SIZE);
       expect(b.view.activeTokens("e1")).toBe(0);
+      expect(b.view.otherReplicasRequests("e1")).toBe(0);
       // Both replicas' messages come back to b; wait until a's send has been applied there.
       const told = nextMessage();
       const release = a.view.sent("e1", sent);
@@ -203,16 +204,20 @@ describe("two replicas sharing their sends through Redis", () => {
       expect(b.view.held("e1", sent, undefined)?.tokens).toBe(10 * SIZE);
       expect(b.view.held("e1", prompt(12, 6 * SIZE, 2), undefined)?.tokens).toBe(6 * SIZE);
       expect(b.view.activeTokens("e1")).toBe(sent.promptTokens - 2 * SIZE);
+      // The load bound counts a's request on e1 beside b's own (placement/filter-kv-bounded-load.ts).
+      expect(b.view.otherReplicasRequests("e1")).toBe(1);
       const ended = nextMessage();
       release!();
       await ended;
       expect(b.view.held("e1", sent, undefined)?.tokens).toBe(2 * SIZE);
       expect(b.view.activeTokens("e1")).toBe(0);
+      expect(b.view.otherReplicasRequests("e1")).toBe(0);
       // b's own sends come back to it and are skipped: only what it tracks itself counts.
       const own = nextMessage();
       const releaseOwn = b.view.sent("e1", sent);
       await own;
       expect(b.view.activeTokens("e1")).toBe(sent.promptTokens - 2 * SIZE);
+      expect(b.view.otherReplicasRequests("e1")).toBe(0);
       releaseOwn!();
     },
     30_000,

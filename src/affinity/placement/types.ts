@@ -25,6 +25,11 @@ export interface PlacementCandidate extends RendezvousCandidate {
   readonly inflight: number;
   /** Requests waiting at this gateway for a slot on the backend. */
   readonly queued: number;
+  /**
+   * Requests placed on the backend whose binding write is still under way (a store with a round trip, Redis):
+   * placement-service.ts counts them until they are in flight, so a burst placed meanwhile sees its siblings.
+   */
+  placing?: number;
   /** Slots: beyond this many in flight a request waits at the gateway. */
   readonly maxInflight: number;
   /** The engine's last reading of itself, if any. */
@@ -58,6 +63,11 @@ export interface PlacementRequest {
    * opening other conversations may share (a system prompt, a sub-agent's instructions), not this conversation.
    */
   readonly opensConversation?: boolean | undefined;
+  /**
+   * Requests other gateway replicas have in flight on each engine that publishes KV events, when the replicas
+   * share their sends (src/kv-events/shared-pending.ts): the KV load bound counts them with this replica's own.
+   */
+  readonly otherReplicasLoad?: ReadonlyMap<string, number> | undefined;
 }
 
 /**

@@ -164,6 +164,31 @@ describe("kvBoundedLoadFilter (new placements by KV events)", () => {
     expect(ids(held({ a: 16 }, undefined))).toEqual(["a", "b", "c"]);
   });
 
+  it("counts the other replicas' requests where the fleet shares its sends: the bound is the fleet's", () => {
+    const list = [
+      candidate("a", { inflight: 1 }),
+      candidate("b", { inflight: 1 }),
+      candidate("c"),
+      candidate("d"),
+    ];
+    const state = stateOf(KEY, list, 1.25);
+    const fresh: PlacementRequest = { ...request(), cachedTokens: new Map(), promptTokens: 1_000 };
+    const ids = (r: PlacementRequest) => kvBoundedLoadFilter(r, state, list).map((x) => x.id);
+    // Alone: load 2 of 4 engines, bound ceil(1.25 x 3 / 4) = 1, a and b at 1 are full.
+    expect(ids(fresh)).toEqual(["c", "d"]);
+    // The other replicas run 5 more on a and 1 on c: bound ceil(1.25 x 9 / 4) = 3; a (6) is past it, b (1) is not.
+    const fleet = {
+      ...fresh,
+      otherReplicasLoad: new Map([
+        ["a", 5],
+        ["c", 1],
+      ]),
+    };
+    expect(ids(fleet)).toEqual(["b", "c", "d"]);
+    // Nothing from the others: the replica's own bound.
+    expect(ids({ ...fresh, otherReplicasLoad: new Map([["a", 0]]) })).toEqual(["c", "d"]);
+  });
+
   it("keeps a new conversation within the bound even where its whole opening is held (a burst's sub-agents)", () => {
     const list = [candidate("a", { inflight: 6 }), candidate("b"), candidate("c")];
     const state = stateOf(KEY, list, 1.25);
