@@ -4,9 +4,9 @@ import type { PlacementCandidate, PlacementState } from "./types.js";
 
 /**
  * Requests the gateway has given the backend: in flight, queued at the gateway for it, and placed there while
- * their binding is written (PlacementCandidate.placing). The engine's own
- * waiting queue is not added: every request of this gateway that waits in the engine is already in flight
- * here, so adding it would count it twice (docs/affinity.md).
+ * their binding is written (PlacementCandidate.placing). The engine's own waiting queue is not added: every
+ * request of this gateway that waits in the engine is already in flight here, so adding it would count it twice
+ * (docs/affinity.md).
  */
 export function loadOf(candidate: PlacementCandidate): number {
   return candidate.inflight + candidate.queued + (candidate.placing ?? 0);

@@ -69,10 +69,11 @@ export const kvPlacePipeline: Pipeline = {
 
 /**
  * Where a bound session may move by what engines hold: the cheapest engine within the load bound or holding its
- * conversation (half its prompt or more; filter-kv-bounded-load.ts). The bound is waived where the conversation is held: the cost already
- * weighs the work queued there in the same unit as the cache it saves, where the bound counts requests, so it
- * would keep a 150k-token conversation from its cache because that engine runs one more short request. An engine
- * holding less (a shared prefix) takes it only within the bound, as every other placement's target does.
+ * conversation (half its prompt or more; filter-kv-bounded-load.ts). The bound is waived where the conversation
+ * is held: the cost already weighs the work queued there in the same unit as the cache it saves, where the bound
+ * counts requests, so it would keep a 150k-token conversation from its cache because that engine runs one more
+ * short request. An engine holding less (a shared prefix) takes it only within the bound, as every other
+ * placement's target does.
  */
 export const kvCostPipeline: Pipeline = {
   filters: [eligibleFilter, kvBoundedLoadFilter],
