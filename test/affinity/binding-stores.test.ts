@@ -321,6 +321,37 @@ describe.skipIf(redis.skip)("redis binding store fails open", () => {
   }, 30_000);
 });
 
+describe.skipIf(redis.skip)("redis binding store under a burst", () => {
+  it("keeps the load bound for sessions placed while their binding writes are under way", async () => {
+    const fleet = redisFleet(1);
+    await connected(fleet);
+    const replica = fleet.replicas[0]!;
+    const bounded = new PlacementService({
+      store: replica.shared,
+      clock: fleet.clock,
+      balancer: createBalancer("least_inflight", new SeededRandom(1)),
+      recorder: fleet.recorder,
+      stickyTtlMs: TTL_SECONDS * 1000,
+      loadFactor: 1.25,
+      sessionless: "balancer",
+    });
+    // Eight new sessions whose rendezvous winner is engine-0, placed at once (a burst of sub-agents).
+    const sessions: string[] = [];
+    for (let i = 0; sessions.length < 8; i++)
+      if (winnerOf(`burst-${i}`, replica.backends).id === "engine-0") sessions.push(`burst-${i}`);
+    const chosen = await Promise.all(sessions.map((id) => bounded.place(id, TIER, replica.backends)));
+    const perEngine = new Map<string, number>();
+    for (const selection of chosen) {
+      const id = selection!.backend.id;
+      perEngine.set(id, (perEngine.get(id) ?? 0) + 1);
+    }
+    // ceil(1.25 x 8 / 4) = 3 for the last of them: none of the four takes more.
+    expect(Math.max(...perEngine.values())).toBeLessThanOrEqual(3);
+    expect(replica.backends.every((b) => (b.placing ?? 0) === 0)).toBe(true);
+    await replica.flush();
+  });
+});
+
 describe.skipIf(redis.skip)("redis binding store hot path", () => {
   /** EVALSHA calls redis-server has run so far (INFO commandstats): every store operation is one script. */
   async function scriptCalls(link: RedisLink): Promise<number> {
