@@ -75,8 +75,9 @@ flags:
                       wall-clock time (time scale 1), with shorter replies; affinity only
       --seed N        workload seed (default 42): same seed, same prompts and session order
       --seeds N       run it N times, seeds N, N+1, ...; each run writes its own report, then
-                      DIR/<name>-...-seeds<N>/spread.md gives min / median / max per condition
-                      and in how many seeds each check held (default 1)
+                      DIR/<name>-...-seeds<N>/spread.md gives min / median / max per condition,
+                      TTFT over all seeds' calls pooled, and in how many seeds each check held
+                      (default 1)
       --time-scale X  simulated engine time per wall time (default per study: affinity 5,
                       saturation 10, sessions 8, failure 1,
                       hotspot 10, sessionless 10, replicas 10, agents 10, fairness 10,

@@ -86,7 +86,7 @@ describe("study output", () => {
     expect(studyExitCode([met], true)).toBe(0);
   });
 
-  it("reports min / median / max per condition over the seeds, and in how many seeds each check held", () => {
+  it("reports min / median / max per condition over the seeds, TTFT pooled, and in how many seeds each check held", () => {
     const runs = [
       result(1, [record("on", 1, 100, 0), record("on", 2, 100, 100)], true),
       result(2, [record("on", 1, 300, 0), record("on", 2, 300, 50)], false),
@@ -96,7 +96,14 @@ describe("study output", () => {
     expect(spread.title).toBe("Spread over 3 seeds (1, 2, 3): min / median / max");
     // Reuse 25%, 50%, 40%; TTFT p50 0.1, 0.3, 0.2 s.
     expect(spread.rows).toEqual([
-      ["on", "25.0% / 40.0% / 50.0%", "0.100 / 0.200 / 0.300", expect.any(String), "0 / 0 / 0"],
+      [
+        "on",
+        "25.0% / 40.0% / 50.0%",
+        "0.100 / 0.200 / 0.300",
+        expect.any(String),
+        "0 / 0 / 0",
+        "0.200 / 0.300",
+      ],
     ]);
     const checks = seedCheckTable(runs);
     expect(checks.rows[0]!.slice(0, 2)).toEqual(["no failed request", "3 of 3"]);
