@@ -3,7 +3,7 @@ import type { PromptBlocks } from "../kv-events/prompt-blocks.js";
 import type { Balancer } from "./balancers.js";
 import { BROKEN, EXPIRED, type BindingEffect, type BindingLookup } from "./binding-store.js";
 import type { Hash64 } from "./hash.js";
-import { hasFreeSlot, loadBound, loadOf, placementState } from "./placement/load.js";
+import { hasFreeSlot, loadBound, loadOf, onUpBackends, placementState } from "./placement/load.js";
 import { runPipeline } from "./placement/pipeline.js";
 import { boundedRendezvousPipeline, sessionPlacementPipeline, spillPipeline } from "./placement/pipelines.js";
 import type { PlacementCandidate, PlacementRequest } from "./placement/types.js";
@@ -333,7 +333,7 @@ function kvContext<T extends SchedulingCandidate>(
     roomTokens: input.roomTokens,
     promptTokens: input.promptTokens,
     opensConversation: input.opensConversation,
-    otherReplicasLoad: input.otherReplicasLoad,
+    otherReplicasLoad: onUpBackends(input.otherReplicasLoad, candidates),
     loadFactor: settings.loadFactor,
     nowMs: input.nowMs,
     engineSignalMaxAgeMs: settings.engineSignalMaxAgeMs,

@@ -117,6 +117,35 @@ describe("placement by KV events", () => {
     });
   });
 
+  it("adds the other replicas' requests to the bound on up engines only, the engines the tier's load counts", () => {
+    const list = [
+      candidate("engine-0", { inflight: 2 }),
+      candidate("engine-1", { inflight: 1 }),
+      candidate("engine-2"),
+      candidate("engine-3", { state: "down" }),
+    ];
+    const place = (otherReplicasLoad: Map<string, number>) =>
+      decidePlacement(settings(), {
+        sessionId: undefined,
+        tier: "small",
+        candidates: list,
+        exclude: new Set(),
+        hints: { prefixKey: undefined },
+        binding: undefined,
+        nowMs: NOW_MS,
+        cachedTokens: new Map([["engine-0", 6_000]]),
+        activeTokens: new Map(),
+        promptTokens: 6_150,
+        opensConversation: true,
+        otherReplicasLoad,
+      }).selection?.backend.id;
+    // Up load 3 of 3 engines: bound ceil(1.25 x 4 / 3) = 2, so engine-0 (2 in flight) is full however much it holds.
+    // Six requests of other replicas still counted on engine-3, which went down, would lift the bound to 5.
+    expect(place(new Map([["engine-3", 6]]))).not.toBe("engine-0");
+    // The same six on an up engine are load the bound must count: engine-0 fits under ceil(1.25 x 10 / 3) = 5.
+    expect(place(new Map([["engine-2", 6]]))).toBe("engine-0");
+  });
+
   it("a new conversation counts what it would evict: a shared prefix does not pull it onto a full engine", () => {
     // The kvevents study's quick plan: engine-0 holds the 2,000-token shared system prompt and three sessions,
     // room for 3,800 more tokens; the others are empty. Cost there: 0 - 2 x 2,000 + (10,723 - 2,000 - 3,800

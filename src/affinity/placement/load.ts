@@ -63,3 +63,21 @@ export function placementState(
     engineSignalMaxAgeMs: settings.engineSignalMaxAgeMs,
   };
 }
+
+/**
+ * The counts of `perBackend` on the tier's up backends only: the set placementState sums its load over. The other
+ * replicas' requests on an engine since taken down end or expire; added to the tier's load, they would raise every
+ * up engine's bound (filter-kv-bounded-load.ts).
+ */
+export function onUpBackends(
+  perBackend: ReadonlyMap<string, number> | undefined,
+  candidates: readonly PlacementCandidate[],
+): ReadonlyMap<string, number> | undefined {
+  if (perBackend === undefined) return undefined;
+  const up = new Map<string, number>();
+  for (const candidate of candidates) {
+    const count = perBackend.get(candidate.id);
+    if (count !== undefined && candidate.state === "up") up.set(candidate.id, count);
+  }
+  return up;
+}

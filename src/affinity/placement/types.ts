@@ -64,8 +64,9 @@ export interface PlacementRequest {
    */
   readonly opensConversation?: boolean | undefined;
   /**
-   * Requests other gateway replicas have in flight on each engine that publishes KV events, when the replicas
+   * Requests other gateway replicas have in flight on each up engine that publishes KV events, when the replicas
    * share their sends (src/kv-events/shared-pending.ts): the KV load bound counts them with this replica's own.
+   * Up engines only (load.ts, onUpBackends), the set the tier's load is summed over.
    */
   readonly otherReplicasLoad?: ReadonlyMap<string, number> | undefined;
 }
