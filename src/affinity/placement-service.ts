@@ -8,7 +8,7 @@ import {
   renderedPromptOf,
   roomTokensOf,
 } from "../kv-events/cached-tokens.js";
-import type { KvCacheView } from "../kv-events/kv-cache-view.js";
+import type { KvCacheView, PlacedPrompt } from "../kv-events/kv-cache-view.js";
 import type { PromptBlocks } from "../kv-events/prompt-blocks.js";
 import type { Balancer } from "./balancers.js";
 import type { BindingLookup, BindingStore } from "./binding-store.js";
@@ -79,10 +79,14 @@ export interface LookedUp {
 const NOT_BOUND: LookedUp = { binding: undefined };
 
 /** A placement: at once when the store answered at once, else once it does. */
-/** The KV side of a send: the prediction for the chosen engine and the release of its pending blocks. */
+/**
+ * The KV side of a placement: the prediction for the chosen engine as placed, and the prompt's pending blocks
+ * there (undefined when they are not tracked) with the work ahead of it at the placement.
+ */
 interface KvSend {
   readonly expectedCachedTokens: number;
-  readonly releaseKvPending: (() => void) | undefined;
+  readonly placed: PlacedPrompt | undefined;
+  readonly aheadTokens: number;
 }
 
 export type Placed<T extends SchedulingCandidate> =
@@ -219,7 +223,7 @@ export class PlacementService {
         ? undefined
         : this.kvSend(kv, decision.selection.backend.id, cachedTokens, activeTokens, blocksOf);
     const release = (err: unknown): never => {
-      kvPart?.releaseKvPending?.();
+      kvPart?.placed?.release();
       throw err;
     };
     let applying: void | Promise<void> = undefined;
@@ -267,10 +271,15 @@ export class PlacementService {
     if (kvPart === undefined) return decision.selection;
     // Written out rather than spread (a spread plus new members costs microseconds in V8).
     const { backend, affinityHit, reason } = decision.selection;
-    const { expectedCachedTokens, releaseKvPending } = kvPart;
-    return releaseKvPending === undefined
-      ? { backend, affinityHit, reason, expectedCachedTokens }
-      : { backend, affinityHit, reason, expectedCachedTokens, releaseKvPending };
+    const { placed } = kvPart;
+    if (placed === undefined)
+      return { backend, affinityHit, reason, expectedCachedTokens: kvPart.expectedCachedTokens };
+    // Predicted as the request leaves, not as it was placed: another request's prompt placed on the engine and not
+    // yet sent (its binding being written) reaches it after this one, and one sent meanwhile (by this replica or
+    // another) before it (docs/kv-events.md, "Tenth round").
+    const expectedCachedTokens = placed.expectedAtSend(kvPart.aheadTokens);
+    placed.markSent(expectedCachedTokens);
+    return { backend, affinityHit, reason, expectedCachedTokens, releaseKvPending: placed.release };
   }
 
   /**
@@ -287,9 +296,10 @@ export class PlacementService {
     const held = cachedTokens?.get(backendId);
     if (held === undefined || kv === undefined) return undefined;
     const blocks = blocksOf(blockSizeFor(kv, backendId));
-    if (blocks === undefined) return { expectedCachedTokens: held, releaseKvPending: undefined };
-    const expectedCachedTokens = kv.forecastHeld(backendId, blocks, held, activeTokens?.get(backendId) ?? 0);
-    return { expectedCachedTokens, releaseKvPending: kv.sent(backendId, blocks, expectedCachedTokens) };
+    const aheadTokens = activeTokens?.get(backendId) ?? 0;
+    if (blocks === undefined) return { expectedCachedTokens: held, placed: undefined, aheadTokens };
+    const expectedCachedTokens = kv.forecastHeld(backendId, blocks, held, aheadTokens);
+    return { expectedCachedTokens, placed: kv.place(backendId, blocks, expectedCachedTokens), aheadTokens };
   }
 
   /** An attempt placed by place() ended (answered, failed, cancelled): what it held pending is let go. */

@@ -49,6 +49,24 @@ interface Subscription {
 /** Ends a sent prompt's pending entry (its request ended); calling it twice is harmless. */
 export type ReleasePending = () => void;
 
+/** A prompt placed on an engine (KvCacheView.place), pending there until its release. */
+export interface PlacedPrompt {
+  /**
+   * The prediction for a request sent now: the tokens of the prompt the engine holds or will have computed ahead
+   * of it (the index, and prompts already sent there, by this replica or others), less what the `aheadTokens` of
+   * prefill ahead of it will evict. Prompts placed and not yet sent do not count: a request sent before them
+   * reaches the engine first (a sessionless call sent while a new session's binding is written).
+   */
+  expectedAtSend(aheadTokens: number): number;
+  /**
+   * Its request is on its way: it counts for later predictions and travels to the other replicas. `heldTokens`:
+   * the prediction it was sent with (expectedAtSend), the part of it the engine will not compute.
+   */
+  markSent(heldTokens?: number): void;
+  /** Its request ended (answered, failed, cancelled). */
+  release: ReleasePending;
+}
+
 /** A prompt another replica sent, as this view tracks it until its end comes (or the pending TTL passes). */
 interface SharedEntry {
   readonly engine: string;
@@ -270,7 +288,7 @@ export class KvCacheView {
     const index = subscription.subscriber.index;
     const size = index.blockSizeTokens;
     if (blocks !== undefined && (size === 0 || size === blocks.blockSizeTokens)) {
-      const matched = this.matchedWithPending(subscription, blocks);
+      const matched = this.matchedWithPending(subscription, blocks, false);
       if (matched > 0 || sessionId === undefined)
         return { tokens: matched * blocks.blockSizeTokens, via: "tokens" };
     }
@@ -279,37 +297,54 @@ export class KvCacheView {
   }
 
   /**
-   * The gateway sends this prompt to the engine: its blocks count as held there until the returned release is
-   * called (the request ended) or the TTL passes (pending-blocks.ts); until the release they are in use
-   * there (the engine cannot evict them), and at the release they become its most recently used. Undefined:
-   * nothing to track (the engine publishes no events, or uses another block size).
+   * The gateway placed this prompt on the engine: its blocks count as held there, for placement, until the release
+   * is called (the request ended) or the TTL passes (pending-blocks.ts). Once its request is on its way
+   * (PlacedPrompt.markSent) they count for predictions too, travel to the other replicas, and are in use there
+   * until the release (the engine cannot evict them), which makes them its most recently used. Undefined: nothing
+   * to track (the engine publishes no events, or uses another block size).
    *
    * `expectedTokens`: what the eviction forecast said the engine will still hold of it when it schedules it
    * (forecastHeld); the prefill past that, not past what it holds now, is the work this request adds there.
    */
-  sent(backendId: string, blocks: PromptBlocks, expectedTokens?: number): ReleasePending | undefined {
+  place(backendId: string, blocks: PromptBlocks, expectedTokens?: number): PlacedPrompt | undefined {
     const subscription = this.subscriptions.get(backendId);
     if (subscription === undefined) return undefined;
     const size = subscription.subscriber.index.blockSizeTokens;
     if (size !== 0 && size !== blocks.blockSizeTokens) return undefined;
-    const held = this.matchedWithPending(subscription, blocks);
+    const held = this.matchedWithPending(subscription, blocks, false);
     const { pending, inFlight, subscriber } = subscription;
     const computed =
       expectedTokens === undefined
         ? held
         : Math.min(held, Math.floor(expectedTokens / blocks.blockSizeTokens));
-    const id = pending.add(blocks, computed, this.clock.nowMs());
+    const id = pending.add(blocks, computed, this.clock.nowMs(), false);
     const keys = blocks.keys;
-    acquireInFlight(inFlight, keys);
-    const shareEnd = this.shareSend(backendId, blocks, held);
+    let shareEnd: (() => void) | undefined;
     let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      if (id !== undefined) pending.release(id);
-      releaseInFlight(inFlight, keys);
-      subscriber.index.touch(keys, keys.length);
-      shareEnd?.();
+    return {
+      expectedAtSend: (aheadTokens) => {
+        const heldSent = this.matchedWithPending(subscription, blocks, true) * blocks.blockSizeTokens;
+        return this.forecastHeld(backendId, blocks, heldSent, aheadTokens);
+      },
+      markSent: (heldTokens) => {
+        if (released || shareEnd !== undefined) return;
+        const heldBlocks =
+          heldTokens === undefined ? computed : Math.floor(heldTokens / blocks.blockSizeTokens);
+        if (id !== undefined) pending.markSent(id, heldBlocks);
+        // In use at the engine from now: not before, or the forecast for its own send (expectedAtSend) would
+        // find its blocks in use, hence never evicted.
+        acquireInFlight(inFlight, keys);
+        shareEnd = this.shareSend(backendId, blocks, heldBlocks) ?? (() => undefined);
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        if (id !== undefined) pending.release(id);
+        if (shareEnd === undefined) return; // never sent: the engine never saw it
+        releaseInFlight(inFlight, keys);
+        subscriber.index.touch(keys, keys.length);
+        shareEnd();
+      },
     };
   }
 
@@ -396,8 +431,8 @@ export class KvCacheView {
   }
 
   /** Leading blocks of the prompt held or pending: a pending prompt's shared run, then the index from there. */
-  private matchedWithPending(subscription: Subscription, blocks: PromptBlocks): number {
-    const pendingRun = subscription.pending.sharedBlocks(blocks.keys, this.clock.nowMs());
+  private matchedWithPending(subscription: Subscription, blocks: PromptBlocks, sentOnly: boolean): number {
+    const pendingRun = subscription.pending.sharedBlocks(blocks.keys, this.clock.nowMs(), sentOnly);
     return subscription.subscriber.index.matchedBlocks(blocks.keys, pendingRun);
   }
 

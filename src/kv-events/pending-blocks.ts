@@ -7,13 +7,14 @@
 // is scheduled. Leading routers count these blocks too: Dynamo's KV router tracks the blocks of the requests it
 // routed until they complete, and llm-d's precise scorer writes speculative index entries when it routes.
 //
-// One entry per request sent, held or not, ending at the first of: the request ends (released), `ttlMs` passes
-// (a safety net for an end that is never reported), or the bound drops it (oldest first). Not when the index holds
-// all its blocks: until the engine schedules the request it may still evict them (the index runs behind the
-// engine by the events in flight, and a full engine evicts for the prefill queued ahead), and the request then
-// computes them again, work ahead of every later request there (progressed()). Once scheduled, its blocks are in
-// use and cannot be evicted, so the entry's blocks stay held until its end. Entries keep a reference to the
-// request's own content keys, never a copy. Pure: time comes in as `nowMs`, the index as a membership test.
+// One entry per request placed (sent, or awaiting its binding write: `sent`), held or not, ending at the first of: the
+// request ends (released), `ttlMs` passes (a safety net for an end that is never reported), or the bound drops it
+// (oldest first). Not when the index holds all its blocks: until the engine schedules the request it may still evict
+// them (the index runs behind the engine by the events in flight, and a full engine evicts for the prefill queued
+// ahead), and the request then computes them again, work ahead of every later request there (progressed()). Once
+// scheduled, its blocks are in use and cannot be evicted, so the entry's blocks stay held until its end. Entries keep a
+// reference to the request's own content keys, never a copy. Pure: time comes in as `nowMs`, the index as a membership
+// test.
 import type { PromptBlocks } from "./prompt-blocks.js";
 
 /** How long an entry may live unreleased: far above a prefill's length, so only a lost release ends it. */
@@ -33,6 +34,11 @@ interface PendingEntry {
   readonly blockSizeTokens: number;
   /** Leading blocks known computed: held or pending when it was sent, then as its events arrive. */
   storedBlocks: number;
+  /**
+   * On its way to the engine. A placement whose binding is being written is pending (a burst's next request must
+   * find its blocks) but not yet sent: a request sent before it reaches the engine first and finds none of them.
+   */
+  sent: boolean;
   readonly expiresAtMs: number;
 }
 
@@ -58,9 +64,10 @@ export class PendingBlocks {
    * Records a prompt sent to the engine, of which `heldBlocks` leading blocks were held or pending there already
    * and will still be when the engine schedules it (the eviction forecast's run, when it forecast any: the blocks
    * past it the engine evicts first and the request computes again, work ahead of later requests like the rest).
-   * Returns the id to release() it by, or undefined when it has no blocks or more than the bound.
+   * Returns the id to release() it by, or undefined when it has no blocks or more than the bound. `sent` false:
+   * placed, not yet on its way (markSent).
    */
-  add(blocks: PromptBlocks, heldBlocks: number, nowMs: number): number | undefined {
+  add(blocks: PromptBlocks, heldBlocks: number, nowMs: number, sent = true): number | undefined {
     this.purgeExpired(nowMs);
     const count = blocks.keys.length;
     if (count === 0 || count > this.maxBlocks) return undefined;
@@ -72,6 +79,7 @@ export class PendingBlocks {
         promptTokens: blocks.promptTokens,
         blockSizeTokens: blocks.blockSizeTokens,
         storedBlocks: Math.min(count, Math.max(0, heldBlocks)),
+        sent,
         expiresAtMs: nowMs + this.ttlMs,
       },
       count,
@@ -105,6 +113,7 @@ export class PendingBlocks {
         promptTokens: sent.promptTokens,
         blockSizeTokens: sent.blockSizeTokens,
         storedBlocks: sent.offset,
+        sent: true,
         expiresAtMs: nowMs + this.ttlMs,
       },
       count,
@@ -121,6 +130,17 @@ export class PendingBlocks {
       this.release(oldest);
     }
     return id;
+  }
+
+  /**
+   * A placed entry is on its way to the engine, `heldBlocks` of it held or pending there as it is sent (the
+   * prediction made at the send, which may be less than at the placement: a prompt placed and not sent counted then).
+   */
+  markSent(id: number, heldBlocks: number): void {
+    const entry = this.entries.get(id);
+    if (entry === undefined || entry.sent) return;
+    entry.sent = true;
+    entry.storedBlocks = Math.min(entry.keys.length, Math.max(0, heldBlocks));
   }
 
   /** The request ended (answered, failed or cancelled): what it computed is in the index or never will be. */
@@ -179,11 +199,14 @@ export class PendingBlocks {
     return undefined;
   }
 
-  /** The longest leading run of `keys` (a prompt's content keys) that a live pending prompt shares. */
-  sharedBlocks(keys: ArrayLike<number>, nowMs: number): number {
+  /**
+   * The longest leading run of `keys` (a prompt's content keys) that a live pending prompt shares; with `sentOnly`,
+   * a prompt already sent (what a request sent now will find computed or being computed ahead of it).
+   */
+  sharedBlocks(keys: ArrayLike<number>, nowMs: number, sentOnly = false): number {
     let most = 0;
     for (const entry of this.entries.values()) {
-      if (entry.expiresAtMs <= nowMs) continue;
+      if (entry.expiresAtMs <= nowMs || (sentOnly && !entry.sent)) continue;
       const shared = sharedRunOf(entry, keys);
       if (shared > most) most = shared;
     }

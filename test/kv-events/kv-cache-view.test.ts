@@ -17,6 +17,7 @@ import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { Encoder } from "@msgpack/msgpack";
 import { ManualClock } from "../../src/core/clock.js";
 import { storedEvent } from "./stored-event.js";
+import { sendNow } from "./send-now.js";
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -218,7 +219,7 @@ describe("KvCacheView with a hand-driven publisher", () => {
     expect(view.roomTokens("e1")).toBe((1_000 - 2) * 16);
 
     // Sent: the two blocks it will compute count as held, and its prefill is work ahead on the engine.
-    const release = view.sent("e1", BLOCKS);
+    const release = sendNow(view, "e1", BLOCKS);
     expect(release).toBeDefined();
     expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(64);
     expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 32);
@@ -234,16 +235,16 @@ describe("KvCacheView with a hand-driven publisher", () => {
 
     // A prompt whose blocks never come: held while pending, not after its release, nor after the TTL.
     const other = promptBlocksOf([...TOKENS.slice(0, 32), ...TOKENS.slice(0, 32), 5], 16, undefined);
-    const releaseOther = view.sent("e1", other);
+    const releaseOther = sendNow(view, "e1", other);
     expect(view.held("e1", other, undefined)?.tokens).toBe(64);
     releaseOther!();
     expect(view.held("e1", other, undefined)?.tokens).toBe(32);
-    view.sent("e1", other);
+    sendNow(view, "e1", other);
     clock.advance(9_999);
     expect(view.held("e1", other, undefined)?.tokens).toBe(64);
     clock.advance(1);
     expect(view.held("e1", other, undefined)?.tokens).toBe(32);
-    expect(view.sent("nope", other)).toBeUndefined();
+    expect(sendNow(view, "nope", other)).toBeUndefined();
   });
 
   it("forecasts the blocks an engine that has filled up will evict before it schedules the request", async () => {
@@ -270,17 +271,43 @@ describe("KvCacheView with a hand-driven publisher", () => {
     expect(view.forecastHeld("e1", BLOCKS, 64, 16)).toBe(64);
 
     // A request reusing BLOCKS ended: its blocks are the most recent, the other prompt's go first.
-    view.sent("e1", BLOCKS)!();
+    sendNow(view, "e1", BLOCKS)!();
     expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(64);
     expect(view.forecastHeld("e1", BLOCKS, 64, 4 * 16 + 16)).toBe(48); // tail first, as vLLM frees
 
     // While a request holding the other prompt runs there, its blocks cannot be evicted: BLOCKS' tail goes.
-    const release = view.sent("e1", otherBlocks);
+    const release = sendNow(view, "e1", otherBlocks);
     expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(48);
     // Its end makes the other prompt the most recent: BLOCKS is the oldest again, its tail first.
     release!();
     expect(view.forecastHeld("e1", BLOCKS, 64, 32)).toBe(48);
     expect(view.forecastHeld("e1", BLOCKS, 64, 5 * 16)).toBe(0);
+  });
+
+  it("predicts from the prompts already sent: one placed and not yet sent reaches the engine after", async () => {
+    const publisher = await handPublisher();
+    const { view, applied } = makeView(new ManualClock(1_000));
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
+    // A new session's first call is placed; its binding is being written, so it is not yet sent.
+    const waiting = view.place("e1", BLOCKS)!;
+    // Placement counts its blocks (a burst's next request should find them there)...
+    expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(64);
+    // ...but a sessionless call with the same prompt, sent at once, reaches the engine first: it finds the 32
+    // tokens the engine holds, not the 64 the waiting one will compute.
+    const first = view.place("e1", BLOCKS)!;
+    expect(first.expectedAtSend(0)).toBe(32);
+    first.markSent(32);
+    // The waiting one is sent after it: the first one computes the rest ahead of it.
+    expect(waiting.expectedAtSend(0)).toBe(64);
+    waiting.markSent(64);
+    // Both sent, work ahead is the first one's prefill past 32 and the waiting one's last token.
+    expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 32 + (BLOCKS.promptTokens - 64));
+    first.release();
+    waiting.release();
+    expect(view.activeTokens("e1")).toBe(0);
   });
 
   it("counts as work ahead what the forecast or the engine evicts of a sent prompt before scheduling it", async () => {
@@ -291,11 +318,11 @@ describe("KvCacheView with a hand-driven publisher", () => {
     await publisher.publish(0n, [stored([11n, 12n, 13n, 14n], null, TOKENS)]);
     await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
     // Held whole, but the forecast says the engine keeps 32 tokens of it: it computes the rest again.
-    const forecast = view.sent("e1", BLOCKS, 32);
+    const forecast = sendNow(view, "e1", BLOCKS, 32);
     expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 32);
     forecast!();
     // Held whole and forecast kept: its last token only.
-    const release = view.sent("e1", BLOCKS, 64);
+    const release = sendNow(view, "e1", BLOCKS, 64);
     expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 64);
     // The engine evicts its last two blocks before scheduling it: it will compute them again.
     await publisher.publish(1n, [

@@ -18,6 +18,7 @@ import {
 import { encodeKvEventBatch, encodeSeq } from "../../src/kv-events/wire.js";
 import { useRedisServer } from "../helpers/redis-server.js";
 import { storedEvent } from "./stored-event.js";
+import { sendNow } from "./send-now.js";
 
 const SIZE = 16;
 
@@ -199,7 +200,7 @@ describe("two replicas sharing their sends through Redis", () => {
       expect(b.view.otherReplicasRequests("e1")).toBe(0);
       // Both replicas' messages come back to b; wait until a's send has been applied there.
       const told = nextMessage();
-      const release = a.view.sent("e1", sent);
+      const release = sendNow(a.view, "e1", sent);
       await told;
       expect(b.view.held("e1", sent, undefined)?.tokens).toBe(10 * SIZE);
       expect(b.view.held("e1", prompt(12, 6 * SIZE, 2), undefined)?.tokens).toBe(6 * SIZE);
@@ -214,7 +215,7 @@ describe("two replicas sharing their sends through Redis", () => {
       expect(b.view.otherReplicasRequests("e1")).toBe(0);
       // b's own sends come back to it and are skipped: only what it tracks itself counts.
       const own = nextMessage();
-      const releaseOwn = b.view.sent("e1", sent);
+      const releaseOwn = sendNow(b.view, "e1", sent);
       await own;
       expect(b.view.activeTokens("e1")).toBe(sent.promptTokens - 2 * SIZE);
       expect(b.view.otherReplicasRequests("e1")).toBe(0);
