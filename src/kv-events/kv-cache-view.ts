@@ -321,10 +321,13 @@ export class KvCacheView {
     const keys = blocks.keys;
     let shareEnd: (() => void) | undefined;
     let released = false;
+    // Leading blocks held or pending there as last seen (at the send, once predicted): what the other replicas
+    // are not told again (shareSend).
+    let heldBlocksSeen = held;
     return {
       expectedAtSend: (aheadTokens) => {
-        const heldSent = this.matchedWithPending(subscription, blocks, true) * blocks.blockSizeTokens;
-        return this.forecastHeld(backendId, blocks, heldSent, aheadTokens);
+        heldBlocksSeen = this.matchedWithPending(subscription, blocks, true);
+        return this.forecastHeld(backendId, blocks, heldBlocksSeen * blocks.blockSizeTokens, aheadTokens);
       },
       markSent: (heldTokens) => {
         if (released || shareEnd !== undefined) return;
@@ -334,7 +337,7 @@ export class KvCacheView {
         // In use at the engine from now: not before, or the forecast for its own send (expectedAtSend) would
         // find its blocks in use, hence never evicted.
         acquireInFlight(inFlight, keys);
-        shareEnd = this.shareSend(backendId, blocks, heldBlocks) ?? (() => undefined);
+        shareEnd = this.shareSend(backendId, blocks, heldBlocksSeen) ?? (() => undefined);
       },
       release: () => {
         if (released) return;
