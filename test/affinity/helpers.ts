@@ -2,6 +2,7 @@
 import { createBalancer } from "../../src/affinity/balancers.js";
 import { hashString } from "../../src/affinity/hash.js";
 import type { BackendState, SchedulingCandidate, SessionlessMode } from "../../src/affinity/decide.js";
+import type { BindingEffect } from "../../src/affinity/binding-store.js";
 import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
 import { PlacementService, type AffinityRecorder } from "../../src/affinity/placement-service.js";
 import type { EngineSignals } from "../../src/affinity/placement/types.js";
@@ -21,6 +22,16 @@ export interface TestCandidate extends SchedulingCandidate {
 
 /** max_inflight's config default: with it, the tests' candidates always have a free slot unless told. */
 export const DEFAULT_MAX_INFLIGHT = 64;
+
+/** A memory store whose writes finish only when the test says so, as a Redis write's round trip would. */
+export class SlowWriteStore extends MemoryBindingStore {
+  readonly writes: (() => void)[] = [];
+
+  override apply(effects: readonly BindingEffect[], nowMs: number): Promise<void> {
+    super.apply(effects, nowMs);
+    return new Promise((resolve) => this.writes.push(resolve));
+  }
+}
 
 export function candidate(
   id: string,

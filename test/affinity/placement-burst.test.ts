@@ -2,23 +2,18 @@
 // is): each placement counts as load on its backend until it is in flight, so the load bound holds for the burst.
 import { describe, expect, it } from "vitest";
 import { createBalancer } from "../../src/affinity/balancers.js";
-import type { BindingEffect } from "../../src/affinity/binding-store.js";
 import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
 import { PlacementService } from "../../src/affinity/placement-service.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
 import { SeededRandom } from "../../src/core/random.js";
-import { candidates, CountingRecorder, DEFAULT_LOAD_FACTOR, TEST_HASH_KEY } from "./helpers.js";
-
-/** A memory store whose writes finish only when the test says so, as a Redis write's round trip would. */
-class SlowWriteStore extends MemoryBindingStore {
-  readonly writes: (() => void)[] = [];
-
-  override apply(effects: readonly BindingEffect[], nowMs: number): Promise<void> {
-    super.apply(effects, nowMs);
-    return new Promise((resolve) => this.writes.push(resolve));
-  }
-}
+import {
+  candidates,
+  CountingRecorder,
+  DEFAULT_LOAD_FACTOR,
+  SlowWriteStore,
+  TEST_HASH_KEY,
+} from "./helpers.js";
 
 function service(store: MemoryBindingStore): PlacementService {
   return new PlacementService({

@@ -15,7 +15,12 @@ import {
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { Encoder } from "@msgpack/msgpack";
+import { createBalancer } from "../../src/affinity/balancers.js";
+import { PlacementService } from "../../src/affinity/placement-service.js";
+import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
+import { SeededRandom } from "../../src/core/random.js";
+import { candidate, CountingRecorder, SlowWriteStore, TEST_HASH_KEY } from "../affinity/helpers.js";
 import { storedEvent } from "./stored-event.js";
 import { sendNow } from "./send-now.js";
 
@@ -307,6 +312,43 @@ describe("KvCacheView with a hand-driven publisher", () => {
     expect(view.activeTokens("e1")).toBe(BLOCKS.promptTokens - 32 + (BLOCKS.promptTokens - 64));
     first.release();
     waiting.release();
+    expect(view.activeTokens("e1")).toBe(0);
+  });
+
+  it("gives a placement awaiting its binding write the prediction of its send, with what was sent meanwhile", async () => {
+    const publisher = await handPublisher();
+    const clock = new ManualClock(1_000);
+    const { view, applied } = makeView(clock);
+    view.configure([backend("e1", publisher.source)]);
+    await publisher.subscribed();
+    await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
+    await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
+    const store = new SlowWriteStore(new StickyTable(1_000, TEST_HASH_KEY));
+    const placement = new PlacementService({
+      store,
+      clock,
+      balancer: createBalancer("least_inflight", new SeededRandom(3)),
+      recorder: new CountingRecorder(),
+      stickyTtlMs: 60_000,
+      loadFactor: 0,
+      sessionless: "prefix",
+      kvCache: view,
+    });
+    const engines = [candidate("e1")];
+    const hints = { prefixKey: undefined, kvPromptBlocks: () => BLOCKS };
+    // A new session's first call: placed, then its binding is written (a Redis round trip).
+    const newSession = placement.place("s-new", "small", engines, new Set(), hints);
+    expect(store.writes).toHaveLength(1);
+    // Meanwhile a call without a session, same prompt, is placed and sent at once: it reaches the engine first
+    // and finds the 32 tokens the engine holds, not the new session's 64.
+    const sessionless = await placement.place(undefined, "small", engines, new Set(), hints);
+    expect(sessionless?.expectedCachedTokens).toBe(32);
+    // The binding written, the new session's call is sent after it: the engine will have computed the rest.
+    store.writes[0]!();
+    const placed = await newSession;
+    expect(placed?.expectedCachedTokens).toBe(64);
+    sessionless?.releaseKvPending?.();
+    placed?.releaseKvPending?.();
     expect(view.activeTokens("e1")).toBe(0);
   });
 
