@@ -7,10 +7,11 @@
 //
 // With --cli PATH, the gateway of another build (e.g. /tmp/before/dist/src/cli.js: a profile before a change).
 // With --stream, every request (warm-up included) streams its answer. With --floor, the floor proxy
-// (floor-proxy.ts) takes the gateway's place: the same parts for the least any Node.js proxy does.
+// (floor-proxy.ts) takes the gateway's place: the same parts for the least any Node.js proxy does. With --strace,
+// the c=1 requests' system calls are counted (`strace -c -f`, attached for that phase only) into DIR/syscalls.txt.
 //
 //   npm run build && node --import tsx bench/overhead/profile-run.ts DIR [WARMUP C1 C16] [--no-prof] [--stream]
-//     [--cli PATH] [--floor] [--node-flags "FLAGS"]
+//     [--cli PATH] [--floor] [--node-flags "FLAGS"] [--strace]
 import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
@@ -33,6 +34,7 @@ const args = process.argv
 const profile = !process.argv.includes("--no-prof");
 const stream = process.argv.includes("--stream");
 const floor = process.argv.includes("--floor");
+const traced = process.argv.includes("--strace");
 const FLOOR = fileURLToPath(new URL("./floor-proxy.ts", import.meta.url));
 const dir = args[0] ?? "prof";
 const [warmup, c1, c16] = [Number(args[1] ?? 10_000), Number(args[2] ?? 20_000), Number(args[3] ?? 30_000)];
@@ -88,6 +90,29 @@ async function listening(port: number): Promise<void> {
   throw new Error(`nothing listens on ${port}`);
 }
 
+/**
+ * Attaches `strace -c -f` to process `pid` (taskset execs node: the same pid); resolves once
+ * attached, to a function that detaches it and waits for its counts to be written.
+ */
+async function countSyscalls(pid: number, out: string): Promise<() => Promise<void>> {
+  const tracer = spawn("strace", ["-c", "-f", "-p", String(pid), "-o", out], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  // strace says "Process N attached" on stderr once it is.
+  await new Promise<void>((resolve, reject) => {
+    tracer.stderr.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("attached")) resolve();
+    });
+    tracer.once("error", reject);
+    tracer.once("exit", (code) => reject(new Error(`strace exited with ${code}`)));
+  });
+  return async () => {
+    const exited = new Promise((resolve) => tracer.once("exit", resolve));
+    tracer.kill("SIGINT");
+    await exited;
+  };
+}
+
 async function main(): Promise<void> {
   spawnSync("taskset", ["-cp", "0", String(process.pid)], { stdio: "ignore" });
   await mkdir(dir, { recursive: true });
@@ -126,9 +151,11 @@ async function main(): Promise<void> {
   if (floor) await listening(port);
   else await waitHealthy(`${url}/healthz`);
   await load(url, 16, warmup);
+  const tracer = traced ? await countSyscalls(gateway.pid!, join(dir, "syscalls.txt")) : undefined;
   const before = cpuUs(gateway.pid!);
   const started = performance.now();
   await load(url, 1, c1);
+  await tracer?.();
   const c1Cpu = cpuUs(gateway.pid!);
   const c1Ms = performance.now() - started;
   await load(url, 16, c16);
