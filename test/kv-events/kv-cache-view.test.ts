@@ -111,6 +111,18 @@ function backend(id: string, source: KvEventsBackend["source"], maxBlocks = 1_00
 
 const BLOCKS = promptBlocksOf([...TOKENS, 1], 16, undefined); // 4 full reusable blocks of TOKENS
 
+/** A view of engine e1 on a manual clock, once it has applied e1's store of TOKENS' first two blocks. */
+async function viewHoldingTwoBlocks() {
+  const publisher = await handPublisher();
+  const clock = new ManualClock(1_000);
+  const { view, applied } = makeView(clock);
+  view.configure([backend("e1", publisher.source)]);
+  await publisher.subscribed();
+  await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
+  await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
+  return { publisher, clock, view, applied };
+}
+
 describe("KvCacheView with a hand-driven publisher", () => {
   for (const encoding of ["map", "array"] as const) {
     it(`indexes stored and removed blocks (${encoding} encoding)`, async () => {
@@ -211,13 +223,7 @@ describe("KvCacheView with a hand-driven publisher", () => {
   });
 
   it("counts a sent prompt's blocks as held until its events come, it is released, or its TTL passes", async () => {
-    const publisher = await handPublisher();
-    const clock = new ManualClock(1_000);
-    const { view, applied } = makeView(clock);
-    view.configure([backend("e1", publisher.source)]);
-    await publisher.subscribed();
-    await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
-    await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
+    const { publisher, clock, view, applied } = await viewHoldingTwoBlocks();
     expect(view.held("e1", BLOCKS, undefined)?.tokens).toBe(32);
     expect(view.activeTokens("e1")).toBe(0);
     // Room before it must evict: max_blocks (1,000; it has never evicted) less the 2 blocks held.
@@ -290,12 +296,7 @@ describe("KvCacheView with a hand-driven publisher", () => {
   });
 
   it("predicts from the prompts already sent: one placed and not yet sent reaches the engine after", async () => {
-    const publisher = await handPublisher();
-    const { view, applied } = makeView(new ManualClock(1_000));
-    view.configure([backend("e1", publisher.source)]);
-    await publisher.subscribed();
-    await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
-    await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
+    const { view } = await viewHoldingTwoBlocks();
     // A new session's first call is placed; its binding is being written, so it is not yet sent.
     const waiting = view.place("e1", BLOCKS)!;
     // Placement counts its blocks (a burst's next request should find them there)...
@@ -316,13 +317,7 @@ describe("KvCacheView with a hand-driven publisher", () => {
   });
 
   it("gives a placement awaiting its binding write the prediction of its send, with what was sent meanwhile", async () => {
-    const publisher = await handPublisher();
-    const clock = new ManualClock(1_000);
-    const { view, applied } = makeView(clock);
-    view.configure([backend("e1", publisher.source)]);
-    await publisher.subscribed();
-    await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
-    await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
+    const { clock, view } = await viewHoldingTwoBlocks();
     const store = new SlowWriteStore(new StickyTable(1_000, TEST_HASH_KEY));
     const placement = new PlacementService({
       store,
