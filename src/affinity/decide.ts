@@ -59,8 +59,17 @@ export interface Selection<T extends SchedulingCandidate> {
   readonly backend: T;
   readonly affinityHit: boolean;
   readonly reason: SelectionReason;
-  /** Tokens of the prompt the chosen engine holds by its KV events; absent when it publishes none. */
+  /**
+   * Tokens of the prompt the chosen engine holds by its KV events; absent when it publishes none, or until the
+   * request is sent where `send` is given.
+   */
   readonly expectedCachedTokens?: number;
+  /**
+   * The request leaves for the engine now (its slot taken): its prompt's pending blocks count from here for other
+   * requests' predictions and travel to the other replicas; returns the prediction for this send. Absent when no
+   * blocks were recorded (docs/kv-events.md, "Placed, then sent").
+   */
+  readonly send?: () => number;
   /**
    * Ends the prompt's pending blocks on the chosen engine (src/kv-events/pending-blocks.ts): called when the
    * attempt ends (PlacementService.attemptEnded); absent when none were recorded.

@@ -274,12 +274,15 @@ export class PlacementService {
     const { placed } = kvPart;
     if (placed === undefined)
       return { backend, affinityHit, reason, expectedCachedTokens: kvPart.expectedCachedTokens };
-    // Predicted as the request leaves, not as it was placed: another request's prompt placed on the engine and not
-    // yet sent (its binding being written) reaches it after this one, and one sent meanwhile (by this replica or
-    // another) before it (docs/kv-events.md, "Tenth round").
-    const expectedCachedTokens = placed.expectedAtSend(kvPart.aheadTokens);
-    placed.markSent(expectedCachedTokens);
-    return { backend, affinityHit, reason, expectedCachedTokens, releaseKvPending: placed.release };
+    // Predicted as the request leaves (after its binding write and its wait for a slot), not as it was placed:
+    // another request's prompt placed on the engine and not yet sent reaches it after this one, and one sent
+    // meanwhile (by this replica or another) before it (docs/kv-events.md, "Tenth round").
+    const send = (): number => {
+      const expectedCachedTokens = placed.expectedAtSend(kvPart.aheadTokens);
+      placed.markSent(expectedCachedTokens);
+      return expectedCachedTokens;
+    };
+    return { backend, affinityHit, reason, send, releaseKvPending: placed.release };
   }
 
   /**

@@ -233,8 +233,10 @@ export async function runAttemptLoop(
           exclude.add(backend.id);
           continue;
         }
+        const sent = sentNow(selection);
+        made.selection = sent;
         try {
-          const plan = planOf(deps, request, ctx, selection, abort, relays, made, migration, continuing);
+          const plan = planOf(deps, request, ctx, sent, abort, relays, made, migration, continuing);
           const result = await (deps.runAttempt ?? runAttempt)(limits.attemptEnv, plan, res);
           // [continuation] Left open by a break: the next engine of the session's ranking goes on with it.
           if (result.broken !== undefined && migration !== undefined) {
@@ -310,6 +312,17 @@ function giveUp(
   made.migrated = migration.describe({ message, code, engineFault: true });
   deps.recorder.migration("failed");
   return migration.giveUp(res, message, code);
+}
+
+/**
+ * The selection as its request leaves for the engine, its slot taken: where the placement recorded the prompt's
+ * KV blocks, they count for others from now, and the prediction is made now (a request that waited for a slot
+ * was not on its way meanwhile).
+ */
+function sentNow(selection: Selection<Backend>): Selection<Backend> {
+  if (selection.send === undefined) return selection;
+  const { backend, affinityHit, reason, releaseKvPending } = selection;
+  return { backend, affinityHit, reason, expectedCachedTokens: selection.send(), releaseKvPending };
 }
 
 /** The next backend to try, or undefined when no candidate is left. */

@@ -29,7 +29,10 @@ function backend(id: string): Backend {
 /** What an attempt on each backend does: answer with a status, fail before the answer, or fail after it. */
 type Script = Record<string, "answer" | "fail" | "overloaded" | "fail-after-commit">;
 
-function setup(script: Script, options: { maxAttempts?: number; waitMs?: number; gone?: string } = {}) {
+function setup(
+  script: Script,
+  options: { maxAttempts?: number; waitMs?: number; gone?: string; predicts?: number } = {},
+) {
   const clock = new ManualClock(1_000);
   const backends = Object.keys(script).map(backend);
   const events: string[] = [];
@@ -52,10 +55,18 @@ function setup(script: Script, options: { maxAttempts?: number; waitMs?: number;
       // The fake placer takes the candidates in order, skipping the excluded ones.
       place: (_session, _tier, candidates, exclude) => {
         const next = candidates.find((c) => !exclude?.has(c.id));
+        // With `predicts`, the placement recorded the prompt's KV blocks: its send makes the prediction.
+        const send =
+          options.predicts === undefined || next === undefined
+            ? undefined
+            : () => {
+                events.push(`sent ${next.id}`);
+                return options.predicts!;
+              };
         const selection =
           next === undefined
             ? undefined
-            : { backend: next, affinityHit: false, reason: exclude?.size ? "failover" : "new_session" };
+            : { backend: next, affinityHit: false, reason: exclude?.size ? "failover" : "new_session", send };
         return Promise.resolve(selection as Selection<(typeof candidates)[number]> | undefined);
       },
       onAttemptFailed: (_session, _tier, id) => {
@@ -206,6 +217,17 @@ describe("the attempt loop", () => {
     const made = await run();
     expect(made.error).toBe(reason);
     expect(ctx.activeAttempt).toBeDefined();
+  });
+
+  it("sends a placement's KV blocks once its slot is taken, and predicts then", async () => {
+    const { run, events } = setup({ a: "answer" }, { waitMs: 250, predicts: 64 });
+    const made = await run();
+    expect(events.slice(1, 4)).toEqual(["acquire a", "waited band 1 0.25s", "sent a"]);
+    expect(made.selection).toMatchObject({ backend: { id: "a" }, expectedCachedTokens: 64 });
+    // A slot that went away sends nothing there.
+    const gone = setup({ a: "answer", b: "answer" }, { gone: "a", predicts: 64 });
+    await gone.run();
+    expect(gone.events.filter((e) => e.startsWith("sent"))).toEqual(["sent b"]);
   });
 
   it("adds up the time waited for slots on its clock", async () => {

@@ -16,6 +16,7 @@ import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { Encoder } from "@msgpack/msgpack";
 import { createBalancer } from "../../src/affinity/balancers.js";
+import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
 import { PlacementService } from "../../src/affinity/placement-service.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
 import { ManualClock } from "../../src/core/clock.js";
@@ -337,13 +338,38 @@ describe("KvCacheView with a hand-driven publisher", () => {
     // Meanwhile a call without a session, same prompt, is placed and sent at once: it reaches the engine first
     // and finds the 32 tokens the engine holds, not the new session's 64.
     const sessionless = await placement.place(undefined, "small", engines, new Set(), hints);
-    expect(sessionless?.expectedCachedTokens).toBe(32);
+    expect(sessionless?.send?.()).toBe(32);
     // The binding written, the new session's call is sent after it: the engine will have computed the rest.
     store.writes[0]!();
     const placed = await newSession;
-    expect(placed?.expectedCachedTokens).toBe(64);
+    expect(placed?.send?.()).toBe(64);
     sessionless?.releaseKvPending?.();
     placed?.releaseKvPending?.();
+    expect(view.activeTokens("e1")).toBe(0);
+  });
+
+  it("counts a placed prompt for others' predictions from its send, not its placement (a wait for a slot)", async () => {
+    const { clock, view } = await viewHoldingTwoBlocks();
+    const placement = new PlacementService({
+      store: new MemoryBindingStore(new StickyTable(1_000, TEST_HASH_KEY)),
+      clock,
+      balancer: createBalancer("least_inflight", new SeededRandom(3)),
+      recorder: new CountingRecorder(),
+      stickyTtlMs: 60_000,
+      loadFactor: 0,
+      sessionless: "prefix",
+      kvCache: view,
+    });
+    const engines = [candidate("e1")];
+    const hints = { prefixKey: undefined, kvPromptBlocks: () => BLOCKS };
+    // Two calls of one prompt placed on e1; the first waits for a slot while the second is sent.
+    const waiting = await placement.place(undefined, "small", engines, new Set(), hints);
+    const sentFirst = await placement.place(undefined, "small", engines, new Set(), hints);
+    expect(sentFirst?.send?.()).toBe(32);
+    // The first, sent after it, finds the whole prompt the second had the engine compute.
+    expect(waiting?.send?.()).toBe(64);
+    waiting?.releaseKvPending?.();
+    sentFirst?.releaseKvPending?.();
     expect(view.activeTokens("e1")).toBe(0);
   });
 
