@@ -16,6 +16,7 @@ import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { Encoder } from "@msgpack/msgpack";
 import { createBalancer } from "../../src/affinity/balancers.js";
+import type { BindingStore } from "../../src/affinity/binding-store.js";
 import { MemoryBindingStore } from "../../src/affinity/memory-bindings.js";
 import { PlacementService } from "../../src/affinity/placement-service.js";
 import { StickyTable } from "../../src/affinity/sticky-table.js";
@@ -122,6 +123,23 @@ async function viewHoldingTwoBlocks() {
   await publisher.publish(0n, [stored([11n, 12n], null, TOKENS.slice(0, 32))]);
   await applied(() => view.stats()[0]?.subscriber.lastSeq === 0);
   return { publisher, clock, view, applied };
+}
+
+/** Places calls of BLOCKS' prompt on the view's one engine e1 through a PlacementService over `store`. */
+function placeOn(view: KvCacheView, clock: ManualClock, store: BindingStore) {
+  const placement = new PlacementService({
+    store,
+    clock,
+    balancer: createBalancer("least_inflight", new SeededRandom(3)),
+    recorder: new CountingRecorder(),
+    stickyTtlMs: 60_000,
+    loadFactor: 0,
+    sessionless: "prefix",
+    kvCache: view,
+  });
+  const hints = { prefixKey: undefined, kvPromptBlocks: () => BLOCKS };
+  return (sessionId: string | undefined) =>
+    placement.place(sessionId, "small", [candidate("e1")], new Set(), hints);
 }
 
 describe("KvCacheView with a hand-driven publisher", () => {
@@ -320,24 +338,13 @@ describe("KvCacheView with a hand-driven publisher", () => {
   it("gives a placement awaiting its binding write the prediction of its send, with what was sent meanwhile", async () => {
     const { clock, view } = await viewHoldingTwoBlocks();
     const store = new SlowWriteStore(new StickyTable(1_000, TEST_HASH_KEY));
-    const placement = new PlacementService({
-      store,
-      clock,
-      balancer: createBalancer("least_inflight", new SeededRandom(3)),
-      recorder: new CountingRecorder(),
-      stickyTtlMs: 60_000,
-      loadFactor: 0,
-      sessionless: "prefix",
-      kvCache: view,
-    });
-    const engines = [candidate("e1")];
-    const hints = { prefixKey: undefined, kvPromptBlocks: () => BLOCKS };
+    const place = placeOn(view, clock, store);
     // A new session's first call: placed, then its binding is written (a Redis round trip).
-    const newSession = placement.place("s-new", "small", engines, new Set(), hints);
+    const newSession = place("s-new");
     expect(store.writes).toHaveLength(1);
     // Meanwhile a call without a session, same prompt, is placed and sent at once: it reaches the engine first
     // and finds the 32 tokens the engine holds, not the new session's 64.
-    const sessionless = await placement.place(undefined, "small", engines, new Set(), hints);
+    const sessionless = await place(undefined);
     expect(sessionless?.send?.()).toBe(32);
     // The binding written, the new session's call is sent after it: the engine will have computed the rest.
     store.writes[0]!();
@@ -350,21 +357,10 @@ describe("KvCacheView with a hand-driven publisher", () => {
 
   it("counts a placed prompt for others' predictions from its send, not its placement (a wait for a slot)", async () => {
     const { clock, view } = await viewHoldingTwoBlocks();
-    const placement = new PlacementService({
-      store: new MemoryBindingStore(new StickyTable(1_000, TEST_HASH_KEY)),
-      clock,
-      balancer: createBalancer("least_inflight", new SeededRandom(3)),
-      recorder: new CountingRecorder(),
-      stickyTtlMs: 60_000,
-      loadFactor: 0,
-      sessionless: "prefix",
-      kvCache: view,
-    });
-    const engines = [candidate("e1")];
-    const hints = { prefixKey: undefined, kvPromptBlocks: () => BLOCKS };
+    const place = placeOn(view, clock, new MemoryBindingStore(new StickyTable(1_000, TEST_HASH_KEY)));
     // Two calls of one prompt placed on e1; the first waits for a slot while the second is sent.
-    const waiting = await placement.place(undefined, "small", engines, new Set(), hints);
-    const sentFirst = await placement.place(undefined, "small", engines, new Set(), hints);
+    const waiting = await place(undefined);
+    const sentFirst = await place(undefined);
     expect(sentFirst?.send?.()).toBe(32);
     // The first, sent after it, finds the whole prompt the second had the engine compute.
     expect(waiting?.send?.()).toBe(64);
