@@ -1,6 +1,6 @@
 // A network namespace with loopback only (unshare -n) and child processes started inside it (nsenter).
 import { spawn, type ChildProcess } from "node:child_process";
-import { rootNamespaceUnavailable } from "../helpers/network-namespace.js";
+import { rootNamespaceUnavailable } from "../helpers/namespace-availability.js";
 
 /** How long a process of the rig may run before it is killed (its whole process group). */
 export const DEFAULT_CHILD_TIMEOUT_MS = 180_000;
