@@ -348,7 +348,7 @@ export type SessionKeyConfig = z.output<typeof sessionKeySchema>;
 /** The signals coding agents and SDKs already send, most explicit first (docs/clients.md says who sends what). */
 export const DEFAULT_SESSION_KEYS: readonly SessionKeyConfig[] = [
   { header: "x-session-id", split_threads: false },
-  // Claude Code 2.1.332 marks its sub-agents' calls (only those) with their own agent id
+  // Claude Code (2.1.332 and 2.1.337 checked) marks its sub-agents' calls (only those) with their own agent id
   { header: "x-claude-code-agent-id", split_threads: false },
   { header: "x-claude-code-session-id", split_threads: true },
   { header: "session-id", split_threads: true },
