@@ -1,13 +1,14 @@
 // A flood of idle sockets against a gateway process under a low open-file limit: everyone else still gets in.
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { spawn } from "node:child_process";
 import { connect, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { answerOk, startScriptedEngine, type ScriptedEngine } from "../helpers/faulty-engine.js";
 import { CLI } from "../helpers/processes.js";
+import { useTempDirs } from "../helpers/temp-dir.js";
 
+const tempDir = useTempDirs();
 const TOKEN = "flood-admin-token-0123456";
 const FILE_LIMIT = 256;
 const FLOOD = 600;
@@ -33,7 +34,7 @@ describe("connection floods", () => {
 
   it(`${FLOOD} idle sockets under 'ulimit -n ${FILE_LIMIT}' lock nobody out: health, metrics, admin and completions answer`, async () => {
     engine = await startScriptedEngine({ completion: ({ res }) => answerOk(res) });
-    const dir = await mkdtemp(join(tmpdir(), "agent-serve-flood-"));
+    const dir = await tempDir("agent-serve-flood-");
     const config = join(dir, "gateway.yaml");
     await writeFile(
       config,

@@ -1,16 +1,17 @@
 // The agent-serve command as users run it: help, config errors, `gateway` and `start` with graceful stop.
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { SMALL_MODEL, chat, metaOf } from "../helpers/cluster.js";
 import { freePorts, runCli, spawnSim, stopProcess } from "../helpers/processes.js";
+import { useTempDirs } from "../helpers/temp-dir.js";
 import { waitUntil } from "../helpers/wait.js";
 
+const tempDir = useTempDirs();
 let dir: string;
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "agent-serve-cli-"));
+  dir = await tempDir("agent-serve-cli-");
 });
 
 async function writeConfig(name: string, yaml: string): Promise<string> {

@@ -1,15 +1,16 @@
 // `agent-serve start` with a simulated backend whose KV events the gateway subscribes to: the engine it spawns
 // publishes them where the config says, so the gateway's receipts predict the engine's cached tokens.
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/load.js";
 import { simArgs, simKvEventsConfig } from "../../src/cli/engine-processes.js";
 import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { freePorts, runCli, stopProcess, type CliProcess } from "../helpers/processes.js";
+import { useTempDirs } from "../helpers/temp-dir.js";
 
 const MODEL = "Qwen/Qwen2.5-7B-Instruct";
+const tempDir = useTempDirs();
 const running: CliProcess[] = [];
 afterAll(async () => {
   await Promise.all(running.map((p) => stopProcess(p, "SIGKILL")));
@@ -60,7 +61,7 @@ describe("agent-serve start and KV events", () => {
 
   it("runs an engine whose events reach the gateway: a repeated prompt's cached tokens are predicted", async () => {
     const [gatewayPort, enginePort, eventsPort, replayPort] = await freePorts(4);
-    const dir = await mkdtemp(join(tmpdir(), "agent-serve-start-kv-"));
+    const dir = await tempDir("agent-serve-start-kv-");
     const path = join(dir, "kv.yaml");
     await writeFile(
       path,

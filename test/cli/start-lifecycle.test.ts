@@ -3,18 +3,19 @@
 import { spawn } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SMALL_MODEL, chat } from "../helpers/cluster.js";
 import { freePorts, runCli, stopProcess, type CliProcess } from "../helpers/processes.js";
+import { useTempDirs } from "../helpers/temp-dir.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const tempDir = useTempDirs();
 let dir: string;
 const running: CliProcess[] = [];
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "agent-serve-start-"));
+  dir = await tempDir("agent-serve-start-");
 });
 afterAll(async () => {
   await Promise.all(running.map((p) => stopProcess(p, "SIGKILL")));

@@ -1,7 +1,6 @@
 // Config reload: validated first; added backends take new sessions only; removed ones are handled like
 // an engine going down; a bad file changes nothing.
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
@@ -9,6 +8,7 @@ import { loadConfigFile } from "../../src/config/load.js";
 import { Gateway } from "../../src/gateway/gateway.js";
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { SMALL_MODEL, chat, metaOf, metricValue, scrape } from "../helpers/cluster.js";
+import { useTempDirs } from "../helpers/temp-dir.js";
 import { healthChanges, waitUntil } from "../helpers/wait.js";
 
 const TOKEN = "reload-admin-token-0123";
@@ -23,6 +23,8 @@ function yaml(engines: { id: string; url: string }[], extra = ""): string {
   ].join("\n");
 }
 
+const tempDir = useTempDirs();
+
 describe("config reload", () => {
   const engines: SimEngineHandle[] = [];
   let gateway: Gateway | undefined;
@@ -34,7 +36,7 @@ describe("config reload", () => {
   it("adds and removes backends without dropping requests, and refuses a bad file", async () => {
     for (let i = 0; i < 3; i++) engines.push(await startSimEngine({ model: SMALL_MODEL }));
     const [a, b, c] = engines.map((e, i) => ({ id: `small-${i}`, url: e.url }));
-    const dir = await mkdtemp(join(tmpdir(), "agent-serve-reload-"));
+    const dir = await tempDir("agent-serve-reload-");
     const path = join(dir, "gateway.yaml");
     await writeFile(path, yaml([a!, b!]));
     gateway = await Gateway.start(await loadConfigFile(path, {}), {
@@ -103,7 +105,7 @@ describe("config reload", () => {
   it("applies a reloaded affinity.sessionless (load_factor goes the same way: PlacementService.configure)", async () => {
     engines.push(await startSimEngine({ model: SMALL_MODEL }), await startSimEngine({ model: SMALL_MODEL }));
     const list = engines.map((e, i) => ({ id: `small-${i}`, url: e.url }));
-    const dir = await mkdtemp(join(tmpdir(), "agent-serve-reload-"));
+    const dir = await tempDir("agent-serve-reload-");
     const path = join(dir, "gateway.yaml");
     await writeFile(path, yaml(list));
     gateway = await Gateway.start(await loadConfigFile(path, {}), {
@@ -129,7 +131,7 @@ describe("config reload", () => {
   it("says so when a reload changes nothing, and names the sections that changed otherwise", async () => {
     engines.push(await startSimEngine({ model: SMALL_MODEL }));
     const list = [{ id: "small-0", url: engines.at(-1)!.url }];
-    const dir = await mkdtemp(join(tmpdir(), "agent-serve-reload-"));
+    const dir = await tempDir("agent-serve-reload-");
     const path = join(dir, "gateway.yaml");
     await writeFile(path, yaml(list));
     gateway = await Gateway.start(await loadConfigFile(path, {}), {

@@ -1,11 +1,11 @@
 // The report writer: CSV quoting, markdown tables, and a run directory with every file.
-import { mkdtemp, readFile, readdir } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { markdownTable, requestsCsv, writeRun } from "../../src/study/report-writer.js";
 import type { StudyResult } from "../../src/study/result.js";
 import type { RequestRecord } from "../../src/study/session-runner.js";
+import { useTempDirs } from "../helpers/temp-dir.js";
 
 const record: RequestRecord = {
   condition: "on",
@@ -46,6 +46,8 @@ const result: StudyResult = {
   data: { on: { hitRate: 0.8333, nan: Number.NaN } },
 };
 
+const tempDir = useTempDirs();
+
 describe("report writer", () => {
   it("writes requests.csv with a header and quotes cells that need it", () => {
     const lines = requestsCsv(result.records).trim().split("\n");
@@ -64,7 +66,7 @@ describe("report writer", () => {
   });
 
   it("writes summary.json, requests.csv, report.md and the charts into the run directory", async () => {
-    const root = await mkdtemp(join(tmpdir(), "agent-serve-report-"));
+    const root = await tempDir("agent-serve-report-");
     const dir = await writeRun(root, result, {
       runId: "affinity-test",
       command: "agent-serve study affinity",
