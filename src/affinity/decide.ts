@@ -66,10 +66,11 @@ export interface Selection<T extends SchedulingCandidate> {
   readonly expectedCachedTokens?: number;
   /**
    * The request leaves for the engine now (its slot taken): its prompt's pending blocks count from here for other
-   * requests' predictions and travel to the other replicas; returns the prediction for this send. Absent when no
-   * blocks were recorded (docs/kv-events.md, "Placed, then sent").
+   * requests' predictions and travel to the other replicas; returns the prediction for this send, once the other
+   * replicas have been told where they share their sends. Absent when no blocks were recorded (docs/kv-events.md,
+   * "Placed, then sent").
    */
-  readonly send?: () => number;
+  readonly send?: () => number | Promise<number>;
   /**
    * Ends the prompt's pending blocks on the chosen engine (src/kv-events/pending-blocks.ts): called when the
    * attempt ends (PlacementService.attemptEnded); absent when none were recorded.

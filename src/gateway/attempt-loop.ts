@@ -233,9 +233,12 @@ export async function runAttemptLoop(
           exclude.add(backend.id);
           continue;
         }
-        const sent = sentNow(selection);
-        made.selection = sent;
         try {
+          const sending = sentNow(selection);
+          const sent = sending instanceof Promise ? await sending : sending;
+          made.selection = sent;
+          // Announcing the send to the other replicas took a moment (src/kv-events): the client may have left.
+          if (ctx.cancelReason !== undefined) throw ctx.cancelReason;
           const plan = planOf(deps, request, ctx, sent, abort, relays, made, migration, continuing);
           const result = await (deps.runAttempt ?? runAttempt)(limits.attemptEnv, plan, res);
           // [continuation] Left open by a break: the next engine of the session's ranking goes on with it.
@@ -319,10 +322,17 @@ function giveUp(
  * KV blocks, they count for others from now, and the prediction is made now (a request that waited for a slot
  * was not on its way meanwhile).
  */
-function sentNow(selection: Selection<Backend>): Selection<Backend> {
+function sentNow(selection: Selection<Backend>): Selection<Backend> | Promise<Selection<Backend>> {
   if (selection.send === undefined) return selection;
+  const expected = selection.send();
+  return expected instanceof Promise
+    ? expected.then((tokens) => sentWith(selection, tokens))
+    : sentWith(selection, expected);
+}
+
+function sentWith(selection: Selection<Backend>, expectedCachedTokens: number): Selection<Backend> {
   const { backend, affinityHit, reason, releaseKvPending } = selection;
-  return { backend, affinityHit, reason, expectedCachedTokens: selection.send(), releaseKvPending };
+  return { backend, affinityHit, reason, expectedCachedTokens, releaseKvPending };
 }
 
 /** The next backend to try, or undefined when no candidate is left. */

@@ -152,7 +152,7 @@ export function wireGateway(config: GatewayConfig, options: WiringOptions): Wire
     health: { up: () => undefined, error: () => metrics.budgetStore.error() },
   });
   const bindings = createBindingStore(settings, { table, metrics, logger: storeLog });
-  const kvCache = createKvCacheView(config, logger, clock, randomBytes(8).toString("hex"));
+  const kvCache = createKvCacheView(config, logger, clock, options.timers, randomBytes(8).toString("hex"));
   kvCache.configure(kvEventsBackendsOf(config.backends));
   const bindingStore = settings.stores.bindings;
   // Replicas sharing bindings in Redis also tell each other their sends to engines with KV events.

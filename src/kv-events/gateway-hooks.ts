@@ -1,7 +1,7 @@
 // The gateway's few hooks into KV events: the view built from the config, and the engines it subscribes to.
 import type { Logger } from "pino";
 import type { BackendConfig, GatewayConfig } from "../config/schema.js";
-import type { Clock } from "../core/clock.js";
+import type { Clock, Timers } from "../core/clock.js";
 import { KvCacheView, type KvEventsBackend } from "./kv-cache-view.js";
 
 /** The view of engines' caches; it subscribes to engines when the backends are applied (backend-changes.ts). */
@@ -9,11 +9,13 @@ export function createKvCacheView(
   config: GatewayConfig,
   logger: Logger,
   clock: Clock,
+  timers: Timers,
   replicaId: string,
 ): KvCacheView {
   return new KvCacheView({
     replayTimeoutMs: config.affinity.kv_events.replay_timeout_seconds * 1000,
     clock,
+    timers,
     replicaId,
     onError: (backendId, err) =>
       logger.warn(

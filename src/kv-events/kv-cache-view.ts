@@ -2,13 +2,28 @@
 // KV events, and the question placement asks: how many tokens of this prompt does each engine hold?
 //
 // Each gateway replica subscribes on its own (no shared state): every replica hears every engine's events.
-import { systemClock, type Clock } from "../core/clock.js";
+import { systemClock, systemTimers, type Clock, type Timers } from "../core/clock.js";
 import { EngineIndex } from "./engine-index.js";
 import { EngineSubscriber, type KvEventSource, type SubscriberStats } from "./engine-subscriber.js";
 import { DEFAULT_PENDING_TTL_MS, PendingBlocks } from "./pending-blocks.js";
 import type { PromptBlocks } from "./prompt-blocks.js";
 import type { PendingShare, SharedPendingMessage, SharedSend } from "./shared-pending.js";
 import type { DecodedBatch } from "./wire.js";
+
+/**
+ * How long a request that counts on another replica's send of the same prefix to the same engine waits after that
+ * send's message arrived, so that the other request reaches the engine first, as its prediction assumes
+ * (docs/kv-events.md, "Announced, then predicted"). The other replica sends as soon as its own announcement is
+ * answered, about when its message reaches this one; a few milliseconds cover its path to the engine on a busy
+ * machine, and cost nothing beside a prefill of thousands of tokens.
+ */
+export const SHARED_SEND_HEAD_START_MS = 10;
+
+/**
+ * How long an announced send waits for its own message back from the channel once Redis has answered it. It comes
+ * within microseconds while the channel is heard; the bound only covers a subscription renewed between the two.
+ */
+const ECHO_WAIT_MS = 1_000;
 
 export interface KvEventsBackend {
   readonly id: string;
@@ -21,6 +36,8 @@ export interface KvCacheViewOptions {
   readonly replayTimeoutMs: number;
   /** Time for the pending entries' TTL (src/kv-events/pending-blocks.ts); the system clock unless given. */
   readonly clock?: Clock;
+  /** Timers on the same clock (a send's head start: SHARED_SEND_HEAD_START_MS); the system's unless given. */
+  readonly timers?: Timers;
   /** How long a sent prompt's blocks may stay pending unreleased (DEFAULT_PENDING_TTL_MS unless given). */
   readonly pendingTtlMs?: number;
   readonly onError?: (backendId: string, err: unknown) => void;
@@ -59,8 +76,17 @@ export interface PlacedPrompt {
    */
   expectedAtSend(aheadTokens: number): number;
   /**
-   * Its request is on its way: it counts for later predictions and travels to the other replicas. `heldTokens`:
-   * the prediction it was sent with (expectedAtSend), the part of it the engine will not compute.
+   * Tells the other replicas its request is about to leave, before it is predicted: the promise settles once the
+   * fleet's channel has the message and every send announced ahead of it has been applied here, so that the
+   * prediction made then counts them, and their requests, sent as soon as their own announcements settled,
+   * reach the engine first (docs/kv-events.md, "Announced, then predicted"). Undefined when no replicas share
+   * their sends (nothing to wait for).
+   */
+  announce(): Promise<void> | undefined;
+  /**
+   * Its request is on its way: it counts for later predictions and travels to the other replicas (unless
+   * announced). `heldTokens`: the prediction it was sent with (expectedAtSend), the part of it the engine will
+   * not compute.
    */
   markSent(heldTokens?: number): void;
   /** Its request ended (answered, failed, cancelled). */
@@ -90,14 +116,23 @@ export class KvCacheView {
   private readonly subscriptions = new Map<string, Subscription>();
   private appliedWaiters: (() => void)[] = [];
   private readonly clock: Clock;
+  private readonly timers: Timers;
   /** Where this replica's sends are told to the others (a Redis channel), when the fleet shares them. */
   private pendingShare: PendingShare | undefined;
   private nextSendId = 1;
   /** "replica/id" -> the other replicas' sends not yet ended, oldest first. */
   private readonly shared = new Map<string, SharedEntry>();
+  /** The other replicas' sends heard so far: each one's place in the order the fleet's channel gave them. */
+  private othersHeard = 0;
+  /**
+   * This replica's announced sends awaiting their own message back from the channel -> what is told, when it
+   * comes, how many of the others' sends came before it (Infinity: it will not come).
+   */
+  private readonly echoes = new Map<number, (othersAhead: number) => void>();
 
   constructor(private readonly options: KvCacheViewOptions) {
     this.clock = options.clock ?? systemClock;
+    this.timers = options.timers ?? systemTimers;
   }
 
   /**
@@ -114,7 +149,16 @@ export class KvCacheView {
    * replica's own sends. This replica's own messages, and engines it does not subscribe to, are skipped.
    */
   applyShared(message: SharedPendingMessage): void {
-    if (message.replica === this.options.replicaId) return;
+    if (message.replica === this.options.replicaId) {
+      // An announcement of ours back from the channel: the others' sends heard before it are the ones the channel
+      // ordered before it, those its prediction counts.
+      const echoed = message.kind === "sent" ? this.echoes.get(message.id) : undefined;
+      if (echoed !== undefined) {
+        this.echoes.delete(message.id);
+        echoed(this.othersHeard);
+      }
+      return;
+    }
     const nowMs = this.clock.nowMs();
     this.purgeShared(nowMs);
     const name = `${message.replica}/${message.id}`;
@@ -129,6 +173,7 @@ export class KvCacheView {
     if (size !== 0 && size !== message.blockSizeTokens) return;
     const { index } = subscription.subscriber;
     const tailKeys = Float64Array.from(message.tailKeys);
+    const other = { order: ++this.othersHeard, atMs: nowMs };
     // The blocks before the anchor are the engine's (the sender found them there): with their chain from the
     // index, the prompt is tracked whole, its shared prefix (a system prompt) in use while it runs. A prefix the
     // sender found pending (computed there for another request, not yet reported) is not in the index yet: its
@@ -148,8 +193,8 @@ export class KvCacheView {
       keys.set(tailKeys, prefix.length);
       anchor = undefined;
       const blocks = { promptTokens: message.promptTokens, keys, blockSizeTokens: message.blockSizeTokens };
-      pendingId = subscription.pending.add(blocks, message.offset, nowMs);
-    } else pendingId = subscription.pending.addShared({ ...message, tailKeys }, nowMs);
+      pendingId = subscription.pending.add(blocks, message.offset, nowMs, true, other);
+    } else pendingId = subscription.pending.addShared({ ...message, tailKeys }, nowMs, other);
     acquireInFlight(subscription.inFlight, keys);
     subscription.otherRequests++;
     this.shared.set(name, {
@@ -166,6 +211,9 @@ export class KvCacheView {
   /** The other replicas' messages may have been missed (the channel dropped): forget their sends. */
   forgetShared(): void {
     for (const [name, entry] of this.shared) this.endShared(name, entry, false);
+    // Announcements still on their way will not come back on the lost subscription.
+    for (const echoed of this.echoes.values()) echoed(Infinity);
+    this.echoes.clear();
   }
 
   private endShared(name: string, entry: SharedEntry, touch: boolean): void {
@@ -319,43 +367,126 @@ export class KvCacheView {
         : Math.min(held, Math.floor(expectedTokens / blocks.blockSizeTokens));
     const id = pending.add(blocks, computed, this.clock.nowMs(), false);
     const keys = blocks.keys;
+    // Told to the other replicas (announce, or markSent without it): what tells them its end.
     let shareEnd: (() => void) | undefined;
+    let sent = false;
     let released = false;
     // Leading blocks held or pending there as last seen (at the send, once predicted): what the other replicas
     // are not told again (shareSend).
     let heldBlocksSeen = held;
+    // Once announced: the other replicas' sends ahead of it in the fleet's order, the ones its prediction counts.
+    let othersAhead = Infinity;
     return {
       expectedAtSend: (aheadTokens) => {
-        heldBlocksSeen = this.matchedWithPending(subscription, blocks, true);
+        heldBlocksSeen = this.matchedWithPending(subscription, blocks, true, othersAhead);
         return this.forecastHeld(backendId, blocks, heldBlocksSeen * blocks.blockSizeTokens, aheadTokens);
       },
+      announce: () => {
+        const sharing = this.sharing;
+        if (released || shareEnd !== undefined || sharing === undefined) return undefined;
+        heldBlocksSeen = this.matchedWithPending(subscription, blocks, true);
+        const told = this.shareSend(backendId, blocks, heldBlocksSeen, sharing);
+        shareEnd = told.end;
+        return this.echoOf(told.id, told.delivered, sharing.share).then((ahead) => {
+          othersAhead = ahead;
+          return this.headStart(subscription, blocks, ahead);
+        });
+      },
       markSent: (heldTokens) => {
-        if (released || shareEnd !== undefined) return;
+        if (released || sent) return;
+        sent = true;
         const heldBlocks =
           heldTokens === undefined ? computed : Math.floor(heldTokens / blocks.blockSizeTokens);
         if (id !== undefined) pending.markSent(id, heldBlocks);
         // In use at the engine from now: not before, or the forecast for its own send (expectedAtSend) would
         // find its blocks in use, hence never evicted.
         acquireInFlight(inFlight, keys);
-        shareEnd = this.shareSend(backendId, blocks, heldBlocksSeen) ?? (() => undefined);
+        const sharing = shareEnd === undefined ? this.sharing : undefined;
+        if (sharing !== undefined) shareEnd = this.shareSend(backendId, blocks, heldBlocksSeen, sharing).end;
       },
       release: () => {
         if (released) return;
         released = true;
         if (id !== undefined) pending.release(id);
-        if (shareEnd === undefined) return; // never sent: the engine never saw it
+        // Announced and then dropped (its slot went away, the client left): the others forget it.
+        shareEnd?.();
+        if (!sent) return; // never sent: the engine never saw it
         releaseInFlight(inFlight, keys);
         subscriber.index.touch(keys, keys.length);
-        shareEnd();
       },
     };
   }
 
-  /** Tells the other replicas of a send (its blocks past the `held` it found); returns what tells its end. */
-  private shareSend(backendId: string, blocks: PromptBlocks, held: number): (() => void) | undefined {
+  /**
+   * Where this prompt would count on blocks that only another replica's send of the last SHARED_SEND_HEAD_START_MS
+   * gives (a sibling sub-agent's first call, sent a moment ago by another replica to the same engine), waits out
+   * the rest of that time: the engine then has the other request first, and computes the shared blocks for it.
+   * Without the wait the two requests raced to the engine, and the one predicted to find the blocks often came
+   * first and computed them itself (docs/kv-events.md, "Announced, then predicted").
+   */
+  private headStart(
+    subscription: Subscription,
+    blocks: PromptBlocks,
+    othersAhead: number,
+  ): Promise<void> | undefined {
+    const nowMs = this.clock.nowMs();
+    const sinceMs = nowMs - SHARED_SEND_HEAD_START_MS;
+    const fresh = subscription.pending.freshOthers(blocks.keys, nowMs, sinceMs, othersAhead);
+    if (fresh === undefined) return undefined;
+    const { index } = subscription.subscriber;
+    if (index.matchedBlocks(blocks.keys, fresh.freshRun) <= index.matchedBlocks(blocks.keys, fresh.olderRun))
+      return undefined; // the engine holds those blocks already
+    const waitMs = fresh.latestAtMs + SHARED_SEND_HEAD_START_MS - nowMs;
+    return new Promise((resolve) => this.timers.after(waitMs, resolve));
+  }
+
+  /**
+   * How many of the other replicas' sends the channel ordered before this replica's send `id`: the count heard
+   * when its own message comes back (the channel keeps its order on the subscriber connection, which an answer
+   * on the publishing connection does not tell: Redis may answer the publisher before it writes to the
+   * subscribers). Infinity when it will not come back (the channel is not heard, or stops being heard: every send
+   * heard counts then).
+   */
+  private echoOf(id: number, delivered: Promise<void>, share: PendingShare): Promise<number> {
+    let cancelWait: (() => void) | undefined;
+    const echoed = new Promise<number>((resolve) =>
+      this.echoes.set(id, (ahead) => {
+        cancelWait?.();
+        resolve(ahead);
+      }),
+    );
+    return delivered.then(() => {
+      const comes = this.echoes.get(id);
+      if (comes === undefined) return echoed; // it came already
+      if (!share.hearing) {
+        this.echoes.delete(id);
+        return Infinity;
+      }
+      cancelWait = this.timers.after(ECHO_WAIT_MS, () => {
+        this.echoes.delete(id);
+        comes(Infinity);
+      });
+      return echoed;
+    });
+  }
+
+  /** The fleet's channel and this replica's name in it, when replicas share their sends. */
+  private get sharing(): { share: PendingShare; replica: string } | undefined {
     const share = this.pendingShare;
     const replica = this.options.replicaId;
-    if (share === undefined || replica === undefined) return undefined;
+    return share === undefined || replica === undefined ? undefined : { share, replica };
+  }
+
+  /**
+   * Tells the other replicas of a send (its blocks past the `held` it found): `delivered` settles as
+   * PendingShare.publish says, `end` tells them its end.
+   */
+  private shareSend(
+    backendId: string,
+    blocks: PromptBlocks,
+    held: number,
+    { share, replica }: { share: PendingShare; replica: string },
+  ): { id: number; delivered: Promise<void>; end: () => void } {
     const id = this.nextSendId++;
     const offset = Math.min(held, blocks.keys.length);
     const send: SharedSend = {
@@ -369,8 +500,11 @@ export class KvCacheView {
       promptTokens: blocks.promptTokens,
       blockSizeTokens: blocks.blockSizeTokens,
     };
-    share.publish(send);
-    return () => share.publish({ kind: "ended", replica, id, engine: backendId });
+    return {
+      id,
+      delivered: share.publish(send),
+      end: () => void share.publish({ kind: "ended", replica, id, engine: backendId }),
+    };
   }
 
   /**
@@ -434,12 +568,24 @@ export class KvCacheView {
   }
 
   /** Leading blocks of the prompt held or pending: a pending prompt's shared run, then the index from there. */
-  private matchedWithPending(subscription: Subscription, blocks: PromptBlocks, sentOnly: boolean): number {
-    const pendingRun = subscription.pending.sharedBlocks(blocks.keys, this.clock.nowMs(), sentOnly);
+  private matchedWithPending(
+    subscription: Subscription,
+    blocks: PromptBlocks,
+    sentOnly: boolean,
+    othersUpTo = Infinity,
+  ): number {
+    const pendingRun = subscription.pending.sharedBlocks(
+      blocks.keys,
+      this.clock.nowMs(),
+      sentOnly,
+      othersUpTo,
+    );
     return subscription.subscriber.index.matchedBlocks(blocks.keys, pendingRun);
   }
 
   close(): void {
+    for (const echoed of this.echoes.values()) echoed(Infinity);
+    this.echoes.clear();
     for (const { subscriber } of this.subscriptions.values()) subscriber.close();
     this.subscriptions.clear();
     this.shared.clear();

@@ -20,6 +20,12 @@ import type { PromptBlocks } from "./prompt-blocks.js";
 /** How long an entry may live unreleased: far above a prefill's length, so only a lost release ends it. */
 export const DEFAULT_PENDING_TTL_MS = 120_000;
 
+/** Another replica's send as this view heard it: its place among the others' sends (the fleet's order), and when. */
+export interface OtherSend {
+  readonly order: number;
+  readonly atMs: number;
+}
+
 interface PendingEntry {
   /** Content keys of the prompt's blocks from `offset` on (all of them for a prompt this gateway sent). */
   readonly keys: ArrayLike<number>;
@@ -39,6 +45,8 @@ interface PendingEntry {
    * find its blocks) but not yet sent: a request sent before it reaches the engine first and finds none of them.
    */
   sent: boolean;
+  /** Another replica's send: where it came in the fleet's order, and when. Undefined for this gateway's own. */
+  readonly other: OtherSend | undefined;
   readonly expiresAtMs: number;
 }
 
@@ -65,9 +73,15 @@ export class PendingBlocks {
    * and will still be when the engine schedules it (the eviction forecast's run, when it forecast any: the blocks
    * past it the engine evicts first and the request computes again, work ahead of later requests like the rest).
    * Returns the id to release() it by, or undefined when it has no blocks or more than the bound. `sent` false:
-   * placed, not yet on its way (markSent).
+   * placed, not yet on its way (markSent). `other`: another replica's send, known whole.
    */
-  add(blocks: PromptBlocks, heldBlocks: number, nowMs: number, sent = true): number | undefined {
+  add(
+    blocks: PromptBlocks,
+    heldBlocks: number,
+    nowMs: number,
+    sent = true,
+    other?: OtherSend,
+  ): number | undefined {
     this.purgeExpired(nowMs);
     const count = blocks.keys.length;
     if (count === 0 || count > this.maxBlocks) return undefined;
@@ -80,6 +94,7 @@ export class PendingBlocks {
         blockSizeTokens: blocks.blockSizeTokens,
         storedBlocks: Math.min(count, Math.max(0, heldBlocks)),
         sent,
+        other,
         expiresAtMs: nowMs + this.ttlMs,
       },
       count,
@@ -100,6 +115,7 @@ export class PendingBlocks {
       readonly blockSizeTokens: number;
     },
     nowMs: number,
+    other: OtherSend,
   ): number | undefined {
     this.purgeExpired(nowMs);
     const count = sent.tailKeys.length;
@@ -114,6 +130,7 @@ export class PendingBlocks {
         blockSizeTokens: sent.blockSizeTokens,
         storedBlocks: sent.offset,
         sent: true,
+        other,
         expiresAtMs: nowMs + this.ttlMs,
       },
       count,
@@ -201,16 +218,51 @@ export class PendingBlocks {
 
   /**
    * The longest leading run of `keys` (a prompt's content keys) that a live pending prompt shares; with `sentOnly`,
-   * a prompt already sent (what a request sent now will find computed or being computed ahead of it).
+   * a prompt already sent (what a request sent now will find computed or being computed ahead of it), and of the
+   * other replicas' sends only those up to `othersUpTo` in the fleet's order (the ones ahead of it).
    */
-  sharedBlocks(keys: ArrayLike<number>, nowMs: number, sentOnly = false): number {
+  sharedBlocks(keys: ArrayLike<number>, nowMs: number, sentOnly = false, othersUpTo = Infinity): number {
     let most = 0;
     for (const entry of this.entries.values()) {
       if (entry.expiresAtMs <= nowMs || (sentOnly && !entry.sent)) continue;
+      if (entry.other !== undefined && entry.other.order > othersUpTo) continue;
       const shared = sharedRunOf(entry, keys);
       if (shared > most) most = shared;
     }
     return most;
+  }
+
+  /**
+   * Whether `keys` shares more with another replica's send applied after `sinceMs` than with any other prompt
+   * sent: the longest run the older sends give (`olderRun`), the longest the fresh ones give (`freshRun`), and when
+   * the latest fresh send that gives more than the older ones was applied. Undefined when no fresh send does. Of
+   * the other replicas' sends, only those up to `othersUpTo` in the fleet's order count.
+   */
+  freshOthers(
+    keys: ArrayLike<number>,
+    nowMs: number,
+    sinceMs: number,
+    othersUpTo = Infinity,
+  ): { olderRun: number; freshRun: number; latestAtMs: number } | undefined {
+    let olderRun = 0;
+    let fresh: { run: number; atMs: number }[] | undefined;
+    for (const entry of this.entries.values()) {
+      if (entry.expiresAtMs <= nowMs || !entry.sent) continue;
+      const { other } = entry;
+      if (other !== undefined && other.order > othersUpTo) continue;
+      const run = sharedRunOf(entry, keys);
+      if (other !== undefined && other.atMs > sinceMs) (fresh ??= []).push({ run, atMs: other.atMs });
+      else if (run > olderRun) olderRun = run;
+    }
+    if (fresh === undefined) return undefined;
+    let freshRun = 0;
+    let latestAtMs = -Infinity;
+    for (const { run, atMs } of fresh) {
+      if (run <= olderRun) continue;
+      if (run > freshRun) freshRun = run;
+      if (atMs > latestAtMs) latestAtMs = atMs;
+    }
+    return freshRun === 0 ? undefined : { olderRun, freshRun, latestAtMs };
   }
 
   /**

@@ -61,9 +61,11 @@ export function shareKvPendingOverRedis(
       await subscription.whenLive();
       while (!(await link.connected(1_000)));
     },
-    publish: (message: SharedPendingMessage): void => {
-      // Until this replica hears the channel it knows its own sends only; publishing meanwhile still helps others.
-      link.publish(channel, encodeSharedPending(message));
+    // Until this replica hears the channel it knows its own sends only; publishing meanwhile still helps others.
+    publish: (message: SharedPendingMessage): Promise<void> =>
+      link.publish(channel, encodeSharedPending(message)),
+    get hearing(): boolean {
+      return subscription.live;
     },
     close: async (): Promise<void> => {
       await subscription.close();

@@ -40,7 +40,13 @@ export type SharedPendingMessage = SharedSend | SharedEnd;
 
 /** Where a view publishes its sends, and what it calls when the fleet's messages arrive (a Redis channel). */
 export interface PendingShare {
-  publish(message: SharedPendingMessage): void;
+  /**
+   * Settles (never rejects) once the channel has the message, or it was dropped (Redis away). Subscribers, this
+   * replica's own among them, get it in the channel's order: the view's cue that the sends before it are in.
+   */
+  publish(message: SharedPendingMessage): Promise<void>;
+  /** Whether this replica hears the channel now (its own messages come back to it). */
+  readonly hearing: boolean;
   close(): Promise<void>;
 }
 

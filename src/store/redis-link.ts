@@ -113,13 +113,14 @@ export class RedisLink {
   }
 
   /**
-   * Publishes a message on a pub/sub channel without waiting (fails open like send(): dropped when Redis is
-   * down or slow, counted as an error).
+   * Publishes a message on a pub/sub channel (fails open like send(): dropped when Redis is down or slow, counted
+   * as an error). The promise, which never rejects, settles when Redis has answered: by then it has handed the
+   * message to every subscriber, after every message published before it. Callers that need no order ignore it.
    */
-  publish(channel: string, message: string): void {
+  publish(channel: string, message: string): Promise<void> {
     if (this.client.status !== "ready") {
       this.unavailable(undefined);
-      return;
+      return Promise.resolve();
     }
     this.coalesceWrites();
     const sent = this.client.publish(channel, message).then(
@@ -128,6 +129,7 @@ export class RedisLink {
     );
     this.inFlight.add(sent);
     void sent.finally(() => this.inFlight.delete(sent));
+    return sent;
   }
 
   /** Resolves when every send() issued so far has been answered or failed open. */

@@ -15,6 +15,7 @@ import {
   type CancellableRequest,
   type RoutedRequest,
 } from "../../src/gateway/attempt-loop.js";
+import { ClientClosedError } from "../../src/gateway/client-closed.js";
 import { AttemptFailure } from "../../src/gateway/upstream-failure.js";
 
 const THRESHOLDS = { failuresToMarkDown: 3, successesToMarkUp: 1 };
@@ -31,7 +32,14 @@ type Script = Record<string, "answer" | "fail" | "overloaded" | "fail-after-comm
 
 function setup(
   script: Script,
-  options: { maxAttempts?: number; waitMs?: number; gone?: string; predicts?: number } = {},
+  options: {
+    maxAttempts?: number;
+    waitMs?: number;
+    gone?: string;
+    predicts?: number;
+    /** The send is announced to other replicas first (a promise); `leave`: the client leaves meanwhile. */
+    announced?: "settles" | "leave";
+  } = {},
 ) {
   const clock = new ManualClock(1_000);
   const backends = Object.keys(script).map(backend);
@@ -61,7 +69,13 @@ function setup(
             ? undefined
             : () => {
                 events.push(`sent ${next.id}`);
-                return options.predicts!;
+                if (options.announced === undefined) return options.predicts!;
+                return Promise.resolve().then(() => {
+                  if (options.announced === "leave")
+                    ctx.cancelReason = new ClientClosedError("the client left");
+                  events.push(`announced ${next.id}`);
+                  return options.predicts!;
+                });
               };
         const selection =
           next === undefined
@@ -228,6 +242,19 @@ describe("the attempt loop", () => {
     const gone = setup({ a: "answer", b: "answer" }, { gone: "a", predicts: 64 });
     await gone.run();
     expect(gone.events.filter((e) => e.startsWith("sent"))).toEqual(["sent b"]);
+  });
+
+  it("awaits a send announced to the other replicas, and calls no engine if the client left meanwhile", async () => {
+    const announced = setup({ a: "answer" }, { predicts: 64, announced: "settles" });
+    const made = await announced.run();
+    expect(made.selection).toMatchObject({ backend: { id: "a" }, expectedCachedTokens: 64 });
+    expect(announced.plans).toHaveLength(1);
+    const left = setup({ a: "answer" }, { predicts: 64, announced: "leave" });
+    const abandoned = await left.run();
+    expect(abandoned.error).toMatchObject({ code: "client_closed" });
+    expect(left.plans).toHaveLength(0); // no engine was called
+    expect(left.events.slice(-2)).toEqual(["announced a", "release a"]); // its slot given back
+    expect(left.ended).toEqual(["a"]); // its pending KV blocks let go
   });
 
   it("adds up the time waited for slots on its clock", async () => {

@@ -13,6 +13,11 @@ function prompt(blocks: number, stem: number, own: number): PromptBlocks {
   return promptBlocksOf(tokens, SIZE, undefined);
 }
 
+/** A prompt's blocks as another replica's send carries them from offset 0. */
+function tail(blocks: PromptBlocks) {
+  return { tailKeys: blocks.keys, promptTokens: blocks.promptTokens, blockSizeTokens: SIZE };
+}
+
 function linearShared(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let n = 0;
   while (n < a.length && n < b.length && a[n] === b[n]) n++;
@@ -111,6 +116,26 @@ describe("PendingBlocks", () => {
     expect(pending.remainingTokens(2)).toBe(1);
     expect(pending.size).toBe(1);
     expect(pending.sharedBlocks(sent.keys, 2)).toBe(10);
+  });
+
+  it("tells when a prompt shares more with another replica's fresh send than with any older send", () => {
+    const pending = new PendingBlocks(1_000, 60_000);
+    const asked = prompt(10, 8 * SIZE, 9); // shares 8 blocks with each prompt below
+    pending.add(prompt(10, 3 * SIZE, 1), 0, 0); // this gateway's own: 3 blocks, sent at 0
+    expect(pending.freshOthers(asked.keys, 100, 90)).toBeUndefined(); // no other replica's send
+    pending.add(prompt(10, 8 * SIZE, 2), 0, 95, true, { order: 1, atMs: 95 });
+    pending.addShared({ offset: 0, anchor: undefined, ...tail(prompt(10, 5 * SIZE, 3)) }, 97, {
+      order: 2,
+      atMs: 97,
+    });
+    pending.add(prompt(10, 8 * SIZE, 4), 0, 98, false, { order: 3, atMs: 98 }); // placed, not sent: never counts
+    expect(pending.freshOthers(asked.keys, 100, 90)).toEqual({ olderRun: 3, freshRun: 8, latestAtMs: 97 });
+    // Past the window the other's 8-block send is an older one, which gives the most.
+    expect(pending.freshOthers(asked.keys, 100, 96)).toBeUndefined();
+    // Sends after this prompt's own in the fleet's order count for neither question.
+    expect(pending.freshOthers(asked.keys, 100, 90, 0)).toBeUndefined();
+    expect(pending.sharedBlocks(asked.keys, 100, true, 0)).toBe(3);
+    expect(pending.sharedBlocks(asked.keys, 100, true, 1)).toBe(8);
   });
 
   it("lets an entry go after its TTL on the injected time", () => {

@@ -3,10 +3,10 @@
 // their sends through a real redis-server on loopback.
 import { afterEach, describe, expect, it } from "vitest";
 import { XPublisher } from "zeromq";
-import { ManualClock } from "../../src/core/clock.js";
+import { ManualClock, ManualTimers, type Timers } from "../../src/core/clock.js";
 import { GatewayError } from "../../src/core/errors.js";
 import { EngineIndex } from "../../src/kv-events/engine-index.js";
-import { KvCacheView } from "../../src/kv-events/kv-cache-view.js";
+import { KvCacheView, SHARED_SEND_HEAD_START_MS } from "../../src/kv-events/kv-cache-view.js";
 import { PendingBlocks } from "../../src/kv-events/pending-blocks.js";
 import { promptBlocksOf, type PromptBlocks } from "../../src/kv-events/prompt-blocks.js";
 import { shareKvPendingOverRedis } from "../../src/kv-events/redis-pending-share.js";
@@ -21,6 +21,8 @@ import { storedEvent } from "./stored-event.js";
 import { sendNow } from "./send-now.js";
 
 const SIZE = 16;
+/** The first send of another replica a view heard, at time 0. */
+const FIRST_HEARD = { order: 1, atMs: 0 };
 
 /** A prompt of `blocks` full blocks: `stem` tokens from the common stem, the rest its own. */
 function prompt(blocks: number, stem: number, own: number): PromptBlocks {
@@ -73,7 +75,7 @@ describe("PendingBlocks with another replica's send", () => {
   it("shares its carried blocks only with prompts holding its anchor, and counts the work past its offset", () => {
     const pending = new PendingBlocks(1_000, 60_000);
     const sent = prompt(10, 6 * SIZE, 1);
-    const id = pending.addShared({ ...sendOf(sent, 4), tailKeys: sendOf(sent, 4).tailKeys }, 0);
+    const id = pending.addShared({ ...sendOf(sent, 4), tailKeys: sendOf(sent, 4).tailKeys }, 0, FIRST_HEARD);
     expect(id).toBeDefined();
     expect(pending.sharedBlocks(sent.keys, 1)).toBe(10);
     expect(pending.sharedBlocks(prompt(12, 6 * SIZE, 2).keys, 1)).toBe(6); // the stem's 6 blocks
@@ -95,8 +97,8 @@ describe("PendingBlocks with another replica's send", () => {
   it("keeps nothing for an empty tail or an offset without its anchor", () => {
     const pending = new PendingBlocks(1_000, 60_000);
     const sent = prompt(4, 0, 1);
-    expect(pending.addShared({ ...sendOf(sent, 4) }, 0)).toBeUndefined();
-    expect(pending.addShared({ ...sendOf(sent, 2), anchor: undefined }, 0)).toBeUndefined();
+    expect(pending.addShared({ ...sendOf(sent, 4) }, 0, FIRST_HEARD)).toBeUndefined();
+    expect(pending.addShared({ ...sendOf(sent, 2), anchor: undefined }, 0, FIRST_HEARD)).toBeUndefined();
     expect(pending.size).toBe(0);
   });
 });
@@ -142,64 +144,90 @@ describe("two replicas sharing their sends through Redis", () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
+  /** Two replicas' views of one engine (driven by hand through `pub`), sharing their sends through Redis. */
+  async function twoReplicas() {
+    const pub = new XPublisher({ linger: 0, verbosity: "allSubs" }); // both subscriptions reach it
+    await pub.bind("tcp://127.0.0.1:0");
+    cleanups.push(() => pub.close());
+    const source = { endpoint: pub.lastEndpoint ?? "", topic: "kv" };
+    const clock = new ManualClock(0);
+    const manual = new ManualTimers(clock);
+    // Timers on the clock that say when a send's head start is set, so the test waits on that, not on time.
+    const headStartSet: (() => void)[] = [];
+    const nextHeadStart = () => new Promise<void>((resolve) => headStartSet.push(resolve));
+    const timers: Timers = {
+      nowMs: () => manual.nowMs(),
+      after: (delayMs, callback) => {
+        const cancel = manual.after(delayMs, callback);
+        if (delayMs <= SHARED_SEND_HEAD_START_MS) headStartSet.splice(0).forEach((resolve) => resolve());
+        return cancel;
+      },
+    };
+    const store = {
+      kind: "redis" as const,
+      url: redis.server.url,
+      timeout_ms: 1_000,
+      key_prefix: "shared-pending-test:",
+    };
+    const views = ["a", "b"].map((replicaId) => {
+      const applied: (() => void)[] = [];
+      const heard: (() => void)[] = [];
+      const view = new KvCacheView({
+        replayTimeoutMs: 5_000,
+        clock,
+        timers,
+        replicaId,
+        onApplied: () => applied.splice(0).forEach((resolve) => resolve()),
+      });
+      view.configure([{ id: "e1", source, maxBlocks: 1_000 }]);
+      const share = shareKvPendingOverRedis(view, store, {
+        logger: { warn: () => undefined, info: () => undefined },
+        health: { up: () => undefined, error: () => undefined },
+        onMessage: () => heard.splice(0).forEach((resolve) => resolve()),
+      });
+      cleanups.push(() => view.close());
+      return {
+        view,
+        share,
+        applied: () => new Promise<void>((resolve) => applied.push(resolve)),
+        /** Resolves once the next message from the channel (its own included) was applied. */
+        nextMessage: () => new Promise<void>((resolve) => heard.push(resolve)),
+      };
+    });
+    const [a, b] = views as [(typeof views)[0], (typeof views)[0]];
+    await Promise.all([a.share.whenLive(), b.share.whenLive()]);
+    await pub.receive();
+    await pub.receive(); // both subscribers reached the publisher
+    return { pub, a, b, manual, nextHeadStart };
+  }
+
+  /** The engine has stored the shared stem's first 2 blocks, and both views know it. */
+  async function storeStem(pub: XPublisher, views: { applied(): Promise<void> }[]): Promise<void> {
+    const stem = Array.from({ length: 2 * SIZE }, (_, i) => 7 + i);
+    const stored = Promise.all(views.map((view) => view.applied()));
+    await pub.send([
+      "kv",
+      encodeSeq(0n),
+      encodeKvEventBatch(
+        { ts: 1, events: [storedEvent([1n, 2n], null, stem, SIZE, null)], dataParallelRank: 0 },
+        "map",
+      ),
+    ]);
+    await stored;
+  }
+
   it.skipIf(redis.skip)(
     "counts the other replica's sent prompt as pending and its prefill as work ahead, until it ends",
     async () => {
-      // One engine, driven by hand: it has stored the shared stem's first 2 blocks.
-      const pub = new XPublisher({ linger: 0, verbosity: "allSubs" }); // both subscriptions reach it
-      await pub.bind("tcp://127.0.0.1:0");
-      cleanups.push(() => pub.close());
-      const source = { endpoint: pub.lastEndpoint ?? "", topic: "kv" };
-      const clock = new ManualClock(0);
-      const store = {
-        kind: "redis" as const,
-        url: redis.server.url,
-        timeout_ms: 1_000,
-        key_prefix: "shared-pending-test:",
-      };
-      const messages: (() => void)[] = [];
-      const nextMessage = () => new Promise<void>((resolve) => messages.push(resolve));
-      const views = ["a", "b"].map((replicaId) => {
-        const applied: (() => void)[] = [];
-        const view = new KvCacheView({
-          replayTimeoutMs: 5_000,
-          clock,
-          replicaId,
-          onApplied: () => applied.splice(0).forEach((resolve) => resolve()),
-        });
-        view.configure([{ id: "e1", source, maxBlocks: 1_000 }]);
-        const share = shareKvPendingOverRedis(view, store, {
-          logger: { warn: () => undefined, info: () => undefined },
-          health: { up: () => undefined, error: () => undefined },
-          onMessage: () => {
-            if (replicaId === "b") messages.splice(0).forEach((resolve) => resolve());
-          },
-        });
-        cleanups.push(() => view.close());
-        return { view, share, applied: () => new Promise<void>((resolve) => applied.push(resolve)) };
-      });
-      const [a, b] = views as [(typeof views)[0], (typeof views)[0]];
-      await Promise.all([a.share.whenLive(), b.share.whenLive()]);
-      await pub.receive();
-      await pub.receive(); // both subscribers reached the publisher
-      const stem = Array.from({ length: 2 * SIZE }, (_, i) => 7 + i);
-      const stored = Promise.all([a.applied(), b.applied()]);
-      await pub.send([
-        "kv",
-        encodeSeq(0n),
-        encodeKvEventBatch(
-          { ts: 1, events: [storedEvent([1n, 2n], null, stem, SIZE, null)], dataParallelRank: 0 },
-          "map",
-        ),
-      ]);
-      await stored;
+      const { pub, a, b } = await twoReplicas();
+      await storeStem(pub, [a, b]);
 
       const sent = prompt(10, 6 * SIZE, 1); // its first 2 blocks are the stem the engine holds
       expect(b.view.held("e1", sent, undefined)?.tokens).toBe(2 * SIZE);
       expect(b.view.activeTokens("e1")).toBe(0);
       expect(b.view.otherReplicasRequests("e1")).toBe(0);
       // Both replicas' messages come back to b; wait until a's send has been applied there.
-      const told = nextMessage();
+      const told = b.nextMessage();
       const release = sendNow(a.view, "e1", sent);
       await told;
       expect(b.view.held("e1", sent, undefined)?.tokens).toBe(10 * SIZE);
@@ -207,19 +235,70 @@ describe("two replicas sharing their sends through Redis", () => {
       expect(b.view.activeTokens("e1")).toBe(sent.promptTokens - 2 * SIZE);
       // The load bound counts a's request on e1 beside b's own (placement/filter-kv-bounded-load.ts).
       expect(b.view.otherReplicasRequests("e1")).toBe(1);
-      const ended = nextMessage();
+      const ended = b.nextMessage();
       release!();
       await ended;
       expect(b.view.held("e1", sent, undefined)?.tokens).toBe(2 * SIZE);
       expect(b.view.activeTokens("e1")).toBe(0);
       expect(b.view.otherReplicasRequests("e1")).toBe(0);
       // b's own sends come back to it and are skipped: only what it tracks itself counts.
-      const own = nextMessage();
+      const own = b.nextMessage();
       const releaseOwn = sendNow(b.view, "e1", sent);
       await own;
       expect(b.view.activeTokens("e1")).toBe(sent.promptTokens - 2 * SIZE);
       expect(b.view.otherReplicasRequests("e1")).toBe(0);
       releaseOwn!();
+    },
+    30_000,
+  );
+
+  it.skipIf(redis.skip)(
+    "predicts a send with every send announced before its own, after the other's head start",
+    async () => {
+      const { pub, a, b, manual, nextHeadStart } = await twoReplicas();
+      await storeStem(pub, [a, b]);
+      // Two siblings sharing a 6-block opening, placed at once by two replicas.
+      const first = a.view.place("e1", prompt(10, 6 * SIZE, 1))!;
+      const second = b.view.place("e1", prompt(12, 6 * SIZE, 2))!;
+      expect(second.expectedAtSend(0)).toBe(2 * SIZE); // a's is placed, not on its way: only the stem
+      await first.announce(); // no other send to wait for
+      // b's announcement is answered after a's (Redis orders them): by then a's send is applied at b, and b's
+      // request, counting on a's blocks, gives a's request its head start to the engine.
+      const headStartSet = nextHeadStart();
+      const aHeard = a.nextMessage(); // b's send, which the channel orders after a's
+      let left = false;
+      const leaving = second.announce()!.then(() => void (left = true));
+      await headStartSet;
+      expect(manual.nextDueMs()).toBe(SHARED_SEND_HEAD_START_MS);
+      manual.advance(SHARED_SEND_HEAD_START_MS - 1);
+      await Promise.resolve();
+      expect(left).toBe(false);
+      manual.advance(1);
+      await leaving;
+      expect(second.expectedAtSend(0)).toBe(6 * SIZE);
+      // a has heard b's send now, but the channel ordered it after a's own: a's request is ahead of it.
+      await aHeard;
+      expect(a.view.otherReplicasRequests("e1")).toBe(1);
+      expect(first.expectedAtSend(0)).toBe(2 * SIZE);
+      first.markSent(2 * SIZE);
+      second.markSent(6 * SIZE);
+      // A sibling announced once a's send is older than the head start leaves at once.
+      const third = b.view.place("e1", prompt(11, 6 * SIZE, 4))!;
+      await third.announce();
+      expect(manual.size).toBe(0);
+      // Announced, then dropped before it left (its client gone, its slot lost): the others forget it.
+      const dropped = a.view.place("e1", prompt(9, 6 * SIZE, 3))!;
+      const bHeard = b.nextMessage();
+      await dropped.announce();
+      await bHeard;
+      expect(b.view.otherReplicasRequests("e1")).toBe(2);
+      const ended = b.nextMessage();
+      dropped.release();
+      await ended;
+      expect(b.view.otherReplicasRequests("e1")).toBe(1);
+      first.release();
+      second.release();
+      third.release();
     },
     30_000,
   );
