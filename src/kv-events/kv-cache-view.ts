@@ -13,8 +13,8 @@ import type { DecodedBatch } from "./wire.js";
 /**
  * How long a request that counts on another replica's send of the same prefix to the same engine waits after that
  * send's message arrived, so that the other request reaches the engine first, as its prediction assumes
- * (docs/kv-events.md, "Announced, then predicted"). The other replica sends as soon as its own announcement is
- * answered, about when its message reaches this one; a few milliseconds cover its path to the engine on a busy
+ * (docs/kv-events.md, "Announced, then predicted"). The other replica sends as soon as its own message comes back
+ * from the channel, about when it reaches this one; a few milliseconds cover its path to the engine on a busy
  * machine, and cost nothing beside a prefill of thousands of tokens.
  */
 export const SHARED_SEND_HEAD_START_MS = 10;
@@ -76,11 +76,11 @@ export interface PlacedPrompt {
    */
   expectedAtSend(aheadTokens: number): number;
   /**
-   * Tells the other replicas its request is about to leave, before it is predicted: the promise settles once the
-   * fleet's channel has the message and every send announced ahead of it has been applied here, so that the
-   * prediction made then counts them, and their requests, sent as soon as their own announcements settled,
-   * reach the engine first (docs/kv-events.md, "Announced, then predicted"). Undefined when no replicas share
-   * their sends (nothing to wait for).
+   * Tells the other replicas its request is about to leave, before it is predicted: the promise settles once its
+   * message has come back from the fleet's channel, after every send the channel ordered ahead of it (the ones the
+   * prediction made then counts, and no later one), and, where it counts on one sent a moment ago, after that
+   * one's head start to the engine (docs/kv-events.md, "Announced, then predicted"). Undefined when no replicas
+   * share their sends (nothing to wait for).
    */
   announce(): Promise<void> | undefined;
   /**
