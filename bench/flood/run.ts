@@ -4,7 +4,7 @@
 //
 //   npm run build && node --import tsx bench/flood/run.ts [--requests 1000000] [--concurrency 64]
 import { spawn } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -117,6 +117,7 @@ async function main(): Promise<void> {
   for (const row of samples) console.log(row);
   gateway.kill("SIGTERM");
   engine.kill("SIGTERM");
+  await rm(dir, { recursive: true, force: true });
 }
 
 main().catch((err: unknown) => {

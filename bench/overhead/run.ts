@@ -29,7 +29,7 @@
 //     [--baseline DIR] [--baseline-extra YAML] [--gateway-extra YAML] [--turns N]
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -456,6 +456,7 @@ async function main(): Promise<void> {
   duties.child.kill("SIGTERM");
   baseline?.child.kill("SIGTERM");
   engine.child.kill("SIGTERM");
+  await rm(dir, { recursive: true, force: true });
 }
 
 main().catch((err: unknown) => {
