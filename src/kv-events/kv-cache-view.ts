@@ -84,9 +84,8 @@ export interface PlacedPrompt {
    */
   announce(): Promise<void> | undefined;
   /**
-   * Its request is on its way: it counts for later predictions and travels to the other replicas (unless
-   * announced). `heldTokens`: the prediction it was sent with (expectedAtSend), the part of it the engine will
-   * not compute.
+   * Its request is on its way: it counts for later predictions (the other replicas were told by announce()).
+   * `heldTokens`: the prediction it was sent with (expectedAtSend), the part of it the engine will not compute.
    */
   markSent(heldTokens?: number): void;
   /** Its request ended (answered, failed, cancelled). */
@@ -367,7 +366,7 @@ export class KvCacheView {
         : Math.min(held, Math.floor(expectedTokens / blocks.blockSizeTokens));
     const id = pending.add(blocks, computed, this.clock.nowMs(), false);
     const keys = blocks.keys;
-    // Told to the other replicas (announce, or markSent without it): what tells them its end.
+    // Told to the other replicas (announce): what tells them its end.
     let shareEnd: (() => void) | undefined;
     let sent = false;
     let released = false;
@@ -401,8 +400,6 @@ export class KvCacheView {
         // In use at the engine from now: not before, or the forecast for its own send (expectedAtSend) would
         // find its blocks in use, hence never evicted.
         acquireInFlight(inFlight, keys);
-        const sharing = shareEnd === undefined ? this.sharing : undefined;
-        if (sharing !== undefined) shareEnd = this.shareSend(backendId, blocks, heldBlocksSeen, sharing).end;
       },
       release: () => {
         if (released) return;

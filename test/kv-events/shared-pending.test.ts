@@ -18,7 +18,6 @@ import {
 import { encodeKvEventBatch, encodeSeq } from "../../src/kv-events/wire.js";
 import { useRedisServer } from "../helpers/redis-server.js";
 import { storedEvent } from "./stored-event.js";
-import { sendNow } from "./send-now.js";
 
 const SIZE = 16;
 /** The first send of another replica a view heard, at time 0. */
@@ -28,6 +27,14 @@ const FIRST_HEARD = { order: 1, atMs: 0 };
 function prompt(blocks: number, stem: number, own: number): PromptBlocks {
   const tokens = Array.from({ length: blocks * SIZE + 1 }, (_, i) => (i < stem ? 7 + i : 100_000 * own + i));
   return promptBlocksOf(tokens, SIZE, undefined);
+}
+
+/** A prompt placed, announced to the other replicas and sent, as the gateway does with a shared Redis. */
+async function announceAndSend(view: KvCacheView, backendId: string, blocks: PromptBlocks) {
+  const placed = view.place(backendId, blocks)!;
+  await placed.announce();
+  placed.markSent();
+  return placed.release;
 }
 
 /** What replica "r1" tells of sending `blocks` after finding the first `offset` held. */
@@ -228,7 +235,7 @@ describe("two replicas sharing their sends through Redis", () => {
       expect(b.view.otherReplicasRequests("e1")).toBe(0);
       // Both replicas' messages come back to b; wait until a's send has been applied there.
       const told = b.nextMessage();
-      const release = sendNow(a.view, "e1", sent);
+      const release = await announceAndSend(a.view, "e1", sent);
       await told;
       expect(b.view.held("e1", sent, undefined)?.tokens).toBe(10 * SIZE);
       expect(b.view.held("e1", prompt(12, 6 * SIZE, 2), undefined)?.tokens).toBe(6 * SIZE);
@@ -236,18 +243,18 @@ describe("two replicas sharing their sends through Redis", () => {
       // The load bound counts a's request on e1 beside b's own (placement/filter-kv-bounded-load.ts).
       expect(b.view.otherReplicasRequests("e1")).toBe(1);
       const ended = b.nextMessage();
-      release!();
+      release();
       await ended;
       expect(b.view.held("e1", sent, undefined)?.tokens).toBe(2 * SIZE);
       expect(b.view.activeTokens("e1")).toBe(0);
       expect(b.view.otherReplicasRequests("e1")).toBe(0);
       // b's own sends come back to it and are skipped: only what it tracks itself counts.
       const own = b.nextMessage();
-      const releaseOwn = sendNow(b.view, "e1", sent);
+      const releaseOwn = await announceAndSend(b.view, "e1", sent);
       await own;
       expect(b.view.activeTokens("e1")).toBe(sent.promptTokens - 2 * SIZE);
       expect(b.view.otherReplicasRequests("e1")).toBe(0);
-      releaseOwn!();
+      releaseOwn();
     },
     30_000,
   );
