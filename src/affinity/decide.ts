@@ -66,9 +66,8 @@ export interface Selection<T extends SchedulingCandidate> {
   readonly expectedCachedTokens?: number;
   /**
    * The request leaves for the engine now (its slot taken): its prompt's pending blocks count from here for other
-   * requests' predictions and travel to the other replicas; returns the prediction for this send, once the other
-   * replicas have been told where they share their sends. Absent when no blocks were recorded (docs/kv-events.md,
-   * "Placed, then sent").
+   * requests' predictions; returns the prediction for this send, after it was announced where replicas share
+   * their sends (a promise then). Absent when no blocks were recorded (docs/kv-events.md, "Placed, then sent").
    */
   readonly send?: () => number | Promise<number>;
   /**

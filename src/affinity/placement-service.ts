@@ -277,8 +277,8 @@ export class PlacementService {
     // Predicted as the request leaves (after its binding write and its wait for a slot), not as it was placed:
     // another request's prompt placed on the engine and not yet sent reaches it after this one, and one sent
     // meanwhile (by this replica or another) before it (docs/kv-events.md, "Tenth round").
-    // With replicas sharing their sends, it is announced to them first and predicted once the fleet's channel
-    // has it ("Announced, then predicted").
+    // With replicas sharing their sends, it is announced to them first and predicted once its own message came
+    // back from the fleet's channel ("Announced, then predicted").
     const predictAndSend = (): number => {
       const expectedCachedTokens = placed.expectedAtSend(kvPart.aheadTokens);
       placed.markSent(expectedCachedTokens);

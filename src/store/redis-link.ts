@@ -114,8 +114,8 @@ export class RedisLink {
 
   /**
    * Publishes a message on a pub/sub channel (fails open like send(): dropped when Redis is down or slow, counted
-   * as an error). The promise, which never rejects, settles when Redis has answered: by then it has handed the
-   * message to every subscriber, after every message published before it. Callers that need no order ignore it.
+   * as an error). The promise, which never rejects, settles when Redis has answered. It says nothing of the
+   * subscribers: Redis may answer the publisher before it writes the message to them.
    */
   publish(channel: string, message: string): Promise<void> {
     if (this.client.status !== "ready") {
