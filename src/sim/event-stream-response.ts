@@ -71,6 +71,18 @@ export abstract class EventStreamResponse {
     return true;
   }
 
+  /** A stream's headers go out by the end of this event-loop turn, before any event (as GenerationResponse's). */
+  sendHeadersSoon(): void {
+    setImmediate(EventStreamResponse.flushHeadersIfUnsent, this);
+  }
+
+  /** writeHead was called (a stream), yet no event has carried the headers to the socket: send them alone. */
+  private static flushHeadersIfUnsent(response: EventStreamResponse): void {
+    const res = response.res;
+    if (!response.settled && response.eventsSent === 0 && res.headersSent && !res.destroyed)
+      res.flushHeaders();
+  }
+
   protected settle(outcome: "aborted" | "stalled" | "cut"): void {
     if (this.settled) return;
     this.settled = true;

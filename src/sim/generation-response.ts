@@ -54,11 +54,6 @@ function cutAfter(res: ServerResponse, data: string): void {
   else res.write(data, () => res.destroy());
 }
 
-/** Sends a stream's headers on their own if no token has taken them along yet (a setImmediate callback). */
-function flushHeadersIfUnsent(res: ServerResponse): void {
-  if (!res.headersSent && !res.destroyed) res.flushHeaders();
-}
-
 /** The engine hands tokens to this listener; it owns the HTTP response until the last byte (or the cut). */
 export class GenerationResponse implements RequestListener {
   private readonly sse: SseChunks | undefined;
@@ -106,7 +101,18 @@ export class GenerationResponse implements RequestListener {
    * instead of costing one of their own (the instant profile answers a whole request within that turn).
    */
   sendHeadersSoon(): void {
-    if (this.sse) setImmediate(flushHeadersIfUnsent, this.options.res);
+    if (this.sse) setImmediate(GenerationResponse.flushHeadersIfUnsent, this);
+  }
+
+  /**
+   * Sends a stream's headers on their own if no token has taken them along yet (a setImmediate callback).
+   * Not res.headersSent: writeHead sets it at once, though the headers reach the socket only with the first
+   * write, so a stream queued behind a long prefill sent none until its first token, and a gateway's stream
+   * headers timeout took the engine for hung (docs/kv-events.md, thirteenth round).
+   */
+  private static flushHeadersIfUnsent(response: GenerationResponse): void {
+    const res = response.options.res;
+    if (!response.settled && response.chunksSent === 0 && !res.destroyed) res.flushHeaders();
   }
 
   onToken(request: EngineRequest, tokenIndex: number): void {

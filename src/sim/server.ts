@@ -319,7 +319,7 @@ export class SimServer {
     }
     this.injectFaults();
     if (this.fault.kind === "slow") await this.sleep(this.fault.extraLatencyMs);
-    if (this.dead || res.destroyed) return;
+    if (this.fault.kind === "hang" || this.dead || res.destroyed) return;
     const seed = this.deps.seed;
     const script = planChatReply(
       {
@@ -357,6 +357,7 @@ export class SimServer {
       promptTokens: promptTokenIds.length,
     });
     this.deps.loop.submit(engineRequest, response);
+    if (request.stream) response.sendHeadersSoon();
   }
 
   /** Errors of the Messages routes in Anthropic's envelope, as vLLM's Anthropic endpoint answers them. */
