@@ -13,6 +13,7 @@ import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { findRedisServer, startRedisServer } from "../../src/store/redis-server.js";
 import { GatewayFleet } from "../../src/study/gateway-fleet.js";
+import { percentile } from "../../src/study/stats.js";
 import { gatewayConfig } from "../../src/study/studies/kvevents.js";
 import { machine } from "../affinity/common.js";
 
@@ -30,11 +31,6 @@ const REPLICAS = 3;
 /** The model gatewayConfig (the kvevents study's) names for its engines. */
 const MODEL = "Qwen/Qwen2.5-7B-Instruct";
 const SYSTEM = "You are a careful coding sub-agent. ".repeat(1500);
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(((sorted.length - 1) * p) / 100)] ?? NaN;
-}
 
 async function firstByteMs(url: string, sessionId: string, burst: number, call: number): Promise<number> {
   const startMs = performance.now();
