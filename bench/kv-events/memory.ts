@@ -3,7 +3,7 @@
 //
 // Run: node --expose-gc --import tsx bench/kv-events/memory.ts [--blocks 1000000] [--blocks-per-event 32]
 // Events as a simulated engine publishes them for agent sessions: chains of `--blocks-per-event` 16-token blocks,
-// each event continuing a session's chain, a session id on each. Reports heapUsed growth after full GCs, with the
+// each event continuing a session's chain, a session id on each. Reports heapUsed (plus ArrayBuffers) growth after full GCs, with the
 // events themselves garbage (the index keeps no event), then with every block removed again.
 import { parseArgs } from "node:util";
 import { EngineIndex } from "../../src/kv-events/engine-index.js";
@@ -23,9 +23,11 @@ const PER_EVENT = Number(args["blocks-per-event"]);
 const PER_SESSION = Number(args["blocks-per-session"]);
 const BLOCK_SIZE = 16;
 
+/** The JS heap plus ArrayBuffers' memory (typed arrays keep theirs outside the heap). */
 function heapUsed(): number {
   gc();
-  return process.memoryUsage().heapUsed;
+  const { heapUsed, arrayBuffers } = process.memoryUsage();
+  return heapUsed + arrayBuffers;
 }
 
 /** The event storing blocks [first, first + PER_EVENT) of the stream; hashes are distinct 64-bit values. */

@@ -10,6 +10,7 @@
 // Bounded: past `maxBlocks` entries the oldest-stored keys are dropped first (the engine evicts least recently
 // used blocks, and a block stored long ago and never stored again is the likeliest to be gone).
 import { hashBlock, ROOT_BLOCK_HASH, saltRootHash } from "../sim/block-hash.js";
+import { HeldContentKeys } from "./held-content-keys.js";
 import type { BlockRemoved, BlockStored } from "./wire.js";
 
 const LOW_52_BITS = (1n << 52n) - 1n;
@@ -42,16 +43,15 @@ export class EngineIndex {
   private readonly byEngineHash = new Map<number, number>();
   /** Engine hashes stored more than once and not yet removed as often: copies beyond the first. */
   private readonly extraCopies = new Map<number, number>();
-  /** Content key -> how many engine hashes currently name it (normally 1). */
-  private readonly contentKeys = new Map<number, number>();
   /** Session id -> content keys its requests stored, in chain order (bounded with the sessions map). */
   private readonly sessions = new Map<string, number[]>();
   /**
-   * Content keys held, least recently used first: stored, or touched when a request that reused them ended
-   * (forecastRun() walks it as the engine's free queue evicts). The value is the key's parent in its chain, so
-   * a prompt known only by its last held block (another replica's, shared-pending.ts) can be touched whole.
+   * Content keys held: how many engine hashes name each (normally 1), its parent in its chain (so a prompt known
+   * only by its last held block, another replica's in shared-pending.ts, can be touched whole), least recently used
+   * first: stored, or touched when a request that reused them ended (forecastRun() walks it as the engine's free
+   * queue evicts).
    */
-  private readonly recency = new Map<number, number>();
+  private readonly held = new HeldContentKeys();
   /** Most blocks held at once: the engine's capacity as far as its events tell (read once it has evicted). */
   private peakBlocks = 0;
   /** Whether the engine has evicted a block (its cache filled up): until then it has free blocks to spare. */
@@ -114,9 +114,7 @@ export class EngineIndex {
         return;
       }
       this.byEngineHash.set(key, contentKey);
-      this.contentKeys.set(contentKey, (this.contentKeys.get(contentKey) ?? 0) + 1);
-      this.recency.delete(contentKey);
-      this.recency.set(contentKey, parentOfBlock);
+      this.held.add(contentKey, parentOfBlock);
     });
     if (this.byEngineHash.size > this.peakBlocks) this.peakBlocks = this.byEngineHash.size;
     if (event.sessionId !== null) this.recordSession(event.sessionId, event.parentBlockHash, chain);
@@ -134,7 +132,7 @@ export class EngineIndex {
       const extra = this.extraCopies.get(key);
       if (extra === undefined) {
         this.drop(key, contentKey);
-        if (this.onEvicted !== undefined && !this.contentKeys.has(contentKey)) this.onEvicted(contentKey);
+        if (this.onEvicted !== undefined && !this.held.has(contentKey)) this.onEvicted(contentKey);
       } else if (extra <= 1) this.extraCopies.delete(key);
       else this.extraCopies.set(key, extra - 1);
     }
@@ -144,9 +142,8 @@ export class EngineIndex {
   cleared(): void {
     this.byEngineHash.clear();
     this.extraCopies.clear();
-    this.contentKeys.clear();
     this.sessions.clear();
-    this.recency.clear();
+    this.held.clear();
   }
 
   /**
@@ -155,11 +152,7 @@ export class EngineIndex {
    */
   touch(keys: ArrayLike<number>, count: number): void {
     for (let index = Math.min(count, keys.length) - 1; index >= 0; index--) {
-      const key = keys[index] as number;
-      const parent = this.recency.get(key);
-      if (parent === undefined) continue;
-      this.recency.delete(key);
-      this.recency.set(key, parent);
+      this.held.touch(keys[index] as number);
     }
   }
 
@@ -169,11 +162,9 @@ export class EngineIndex {
    */
   touchChain(lastKey: number): void {
     let key = lastKey;
-    for (let steps = this.recency.size; steps > 0; steps--) {
-      const parent = this.recency.get(key);
+    for (let steps = this.held.size; steps > 0; steps--) {
+      const parent = this.held.touch(key);
       if (parent === undefined) return;
-      this.recency.delete(key);
-      this.recency.set(key, parent);
       key = parent;
     }
   }
@@ -186,7 +177,7 @@ export class EngineIndex {
     const chain = new Float64Array(length);
     let key = lastKey;
     for (let at = length - 1; at >= 0; at--) {
-      const parent = this.recency.get(key);
+      const parent = this.held.get(key);
       if (parent === undefined) return undefined;
       chain[at] = key;
       key = parent;
@@ -223,7 +214,7 @@ export class EngineIndex {
     for (let index = 0; index < run; index++) position.set(keys[index] as number, index);
     let left = evictions;
     let kept = run;
-    for (const key of this.recency.keys()) {
+    for (const key of this.held.leastRecentFirst()) {
       if (left <= 0) break;
       if (inUse(key)) continue;
       left -= 1;
@@ -235,7 +226,7 @@ export class EngineIndex {
 
   /** Whether the engine holds a block with this content key. */
   holds(contentKey: number): boolean {
-    return this.contentKeys.has(contentKey);
+    return this.held.has(contentKey);
   }
 
   /**
@@ -244,7 +235,7 @@ export class EngineIndex {
    */
   matchedBlocks(keys: ArrayLike<number>, from = 0): number {
     let matched = Math.min(from, keys.length);
-    while (matched < keys.length && this.contentKeys.has(keys[matched] as number)) matched++;
+    while (matched < keys.length && this.held.has(keys[matched] as number)) matched++;
     return matched;
   }
 
@@ -276,11 +267,7 @@ export class EngineIndex {
   private drop(key: number, contentKey: number): void {
     this.byEngineHash.delete(key);
     this.extraCopies.delete(key);
-    const count = (this.contentKeys.get(contentKey) ?? 1) - 1;
-    if (count <= 0) {
-      this.contentKeys.delete(contentKey);
-      this.recency.delete(contentKey);
-    } else this.contentKeys.set(contentKey, count);
+    this.held.release(contentKey);
   }
 
   private enforceBound(): void {

@@ -5,7 +5,7 @@ import { SeededRandom } from "../../src/core/random.js";
 import { renderChat, type ChatMessage } from "../../src/sim/chat-template.js";
 import { createEngineRequest } from "../../src/sim/request-factory.js";
 import { REPLY_PIECES, ReplyGenerator, sampleStopLength } from "../../src/sim/text-generator.js";
-import { countTokens, encode, SPECIAL_TOKENS } from "../../src/sim/tokenizer.js";
+import { countTokens, encode, pieceId, SPECIAL_TOKENS } from "../../src/sim/tokenizer.js";
 
 const message = fc.record({
   role: fc.constantFrom<ChatMessage["role"]>("user", "assistant", "tool"),
@@ -19,6 +19,17 @@ describe("tokenizer", () => {
     expect(countTokens(text)).toBe(11);
     expect(encode(text)).toEqual(encode(text));
     expect(encode("abcd")).not.toEqual(encode("abce"));
+  });
+
+  it("encodes every 4-character piece as pieceId does, the last one shorter", () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 64, unit: "binary" }), (text) => {
+        const pieces: number[] = [];
+        for (let at = 0; at < text.length; at += 4)
+          pieces.push(pieceId(text, at, Math.min(at + 4, text.length)));
+        expect(encode(text)).toEqual(pieces);
+      }),
+    );
   });
 
   it("renders each conversation as an extension of its earlier turns", () => {
