@@ -93,6 +93,8 @@ export interface PlacementSettings {
   readonly engineSignalMaxAgeMs: number;
   /** affinity.kv_events.move_min_tokens (src/affinity/kv-placement.ts). */
   readonly kvMoveMinTokens?: number;
+  /** affinity.kv_events.prefill_context_weight (src/affinity/placement/score-kv-cost.ts); default 0. */
+  readonly kvPrefillContextWeight?: number;
 }
 
 /** One attempt of a request, as placement sees it. */
@@ -108,8 +110,11 @@ export interface PlacementInput<T extends SchedulingCandidate> {
   readonly nowMs: number;
   /** Tokens of the prompt each engine publishing KV events holds (src/kv-events); absent: none publishes. */
   readonly cachedTokens?: ReadonlyMap<string, number> | undefined;
-  /** Prompt tokens each such engine has still to compute for requests sent to it (src/kv-events). */
-  readonly activeTokens?: ReadonlyMap<string, number> | undefined;
+  /**
+   * The prefill each such engine has still to do for requests sent to it, in tokens at no context
+   * (src/kv-events/pending-blocks.ts, prefillWorkTokens).
+   */
+  readonly activeWork?: ReadonlyMap<string, number> | undefined;
   /** Prompt tokens each such engine can take before it evicts what it holds (src/kv-events). */
   readonly roomTokens?: ReadonlyMap<string, number> | undefined;
   /** The prompt's length in tokens, when the gateway renders it for KV events. */
@@ -338,7 +343,8 @@ function kvContext<T extends SchedulingCandidate>(
     candidates,
     exclude,
     cachedTokens,
-    activeTokens: input.activeTokens,
+    activeWork: input.activeWork,
+    prefillContextWeight: settings.kvPrefillContextWeight ?? 0,
     roomTokens: input.roomTokens,
     promptTokens: input.promptTokens,
     opensConversation: input.opensConversation,

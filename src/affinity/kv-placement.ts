@@ -34,7 +34,8 @@ export interface KvPlacementContext<T extends SchedulingCandidate> {
   readonly candidates: readonly T[];
   readonly exclude: ReadonlySet<string>;
   readonly cachedTokens: ReadonlyMap<string, number>;
-  readonly activeTokens: ReadonlyMap<string, number> | undefined;
+  readonly activeWork: ReadonlyMap<string, number> | undefined;
+  readonly prefillContextWeight: number;
   readonly roomTokens?: ReadonlyMap<string, number> | undefined;
   readonly promptTokens?: number | undefined;
   readonly opensConversation?: boolean | undefined;
@@ -62,7 +63,8 @@ function requestOf<T extends SchedulingCandidate>(context: KvPlacementContext<T>
     prefixKey: undefined,
     exclude: context.exclude,
     cachedTokens: context.cachedTokens,
-    activeTokens: context.activeTokens,
+    activeWork: context.activeWork,
+    prefillContextWeight: context.prefillContextWeight,
     roomTokens: context.roomTokens,
     promptTokens: context.promptTokens,
     opensConversation: context.opensConversation,

@@ -1,7 +1,7 @@
 // The placement service: looks the session's binding up, lets the pure decision place, applies its effects, records it.
 import type { Clock } from "../core/clock.js";
 import {
-  activeTokensOf,
+  activeWorkOf,
   blockSizeFor,
   cachedTokensOf,
   otherReplicasLoadOf,
@@ -56,6 +56,8 @@ export interface PlacementServiceOptions {
   kvCache?: KvCacheView | undefined;
   /** affinity.kv_events.move_min_tokens. */
   kvMoveMinTokens?: number;
+  /** affinity.kv_events.prefill_context_weight (default: none, every prompt token weighs the same). */
+  kvPrefillContextWeight?: number;
 }
 
 /** What a reload may change. */
@@ -69,6 +71,7 @@ export type SchedulerSettings = Pick<
   | "policy"
   | "engineSignalMaxAgeMs"
   | "kvMoveMinTokens"
+  | "kvPrefillContextWeight"
 >;
 
 /** A session's binding as one lookup found it (undefined inside: never bound, or not read). */
@@ -199,7 +202,6 @@ export class PlacementService {
       kv === undefined ? undefined : cachedTokensOf(kv, candidateIds(candidates), blocksOf, sessionId);
     // Engines' work, room and the prompt's length matter only where some engine holds part of the prompt.
     const kvKnown = kv !== undefined && cachedTokens !== undefined ? kv : undefined;
-    const activeTokens = kvKnown && activeTokensOf(kvKnown, candidateIds(candidates));
     const prompt = kvKnown && renderedPromptOf(kvKnown, candidateIds(candidates), blocksOf);
     const decision = decidePlacement(settings, {
       sessionId,
@@ -210,7 +212,7 @@ export class PlacementService {
       binding: bound,
       nowMs,
       cachedTokens,
-      activeTokens,
+      activeWork: kvKnown && activeWorkOf(kvKnown, candidateIds(candidates), settings.kvPrefillContextWeight ?? 0),
       roomTokens: kvKnown && roomTokensOf(kvKnown, candidateIds(candidates)),
       promptTokens: prompt?.promptTokens,
       opensConversation: prompt?.opensConversation,
@@ -221,7 +223,7 @@ export class PlacementService {
     const kvPart =
       decision.selection === undefined
         ? undefined
-        : this.kvSend(kv, decision.selection.backend.id, cachedTokens, activeTokens, blocksOf);
+        : this.kvSend(kv, decision.selection.backend.id, cachedTokens, blocksOf);
     const release = (err: unknown): never => {
       kvPart?.placed?.release();
       throw err;
@@ -299,13 +301,12 @@ export class PlacementService {
     kv: KvCacheView | undefined,
     backendId: string,
     cachedTokens: ReadonlyMap<string, number> | undefined,
-    activeTokens: ReadonlyMap<string, number> | undefined,
     blocksOf: (size: number) => PromptBlocks | undefined,
   ): KvSend | undefined {
     const held = cachedTokens?.get(backendId);
     if (held === undefined || kv === undefined) return undefined;
     const blocks = blocksOf(blockSizeFor(kv, backendId));
-    const aheadTokens = activeTokens?.get(backendId) ?? 0;
+    const aheadTokens = kv.activeTokens(backendId) ?? 0;
     if (blocks === undefined) return { expectedCachedTokens: held, placed: undefined, aheadTokens };
     const expectedCachedTokens = kv.forecastHeld(backendId, blocks, held, aheadTokens);
     return { expectedCachedTokens, placed: kv.place(backendId, blocks, expectedCachedTokens), aheadTokens };
@@ -388,5 +389,6 @@ function placementSettings(
     policy: settings.policy?.key === previousPolicy?.key ? previousPolicy : settings.policy,
     engineSignalMaxAgeMs,
     kvMoveMinTokens: settings.kvMoveMinTokens,
+    kvPrefillContextWeight: settings.kvPrefillContextWeight,
   };
 }

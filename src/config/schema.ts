@@ -421,6 +421,16 @@ const affinitySchema = z.strictObject({
        * holds at least this many more tokens of its prompt: its engine evicted it and another has it.
        */
       move_min_tokens: positiveInt("a positive integer").default(2048),
+      /**
+       * A prompt token's attention work per token of context before it, as a share of the rest of its prefill
+       * work: 2 x hidden size x layers / parameters of the engines' model (Qwen2.5-7B 2.6e-5, Llama-3-8B 3.3e-5,
+       * Llama-3-70B 1.9e-5). The KV cost weighs prefill by it (docs/kv-events.md, Placement); 0 counts tokens alike.
+       */
+      prefill_context_weight: z
+        .number({ error: "must be a number from 0 to 0.001" })
+        .min(0, { error: "must be a number from 0 to 0.001" })
+        .max(0.001, { error: "must be a number from 0 to 0.001" })
+        .default(2.7e-5),
       /** How long a replay request to an engine may take before the gap counts as lost. */
       replay_timeout_seconds: positiveNumber("a positive number").default(5),
     })

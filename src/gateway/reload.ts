@@ -82,6 +82,7 @@ export const RELOAD_STEPS: readonly ReloadStep[] = [
       "affinity.sglang",
       "affinity.llmd",
       "affinity.kv_events.move_min_tokens",
+      "affinity.kv_events.prefill_context_weight",
       // The staleness bound of engine readings (three intervals), with the poller below.
       "health.engine_metrics_interval_seconds",
     ],

@@ -32,6 +32,8 @@ export interface SchedulerData {
   readonly policy: PolicyConfig;
   /** A bound session moves to an engine holding at least this many more of its prompt's tokens (KV events). */
   readonly kvMoveMinTokens: number;
+  /** affinity.kv_events.prefill_context_weight (src/affinity/placement/score-kv-cost.ts). */
+  readonly kvPrefillContextWeight: number;
 }
 
 /** Settings derived once per config (load or reload), in the units the code uses; never changed in place. */
@@ -157,6 +159,7 @@ export function settingsFrom(
       balancer: affinity.balancer,
       policy: affinity,
       kvMoveMinTokens: affinity.kv_events.move_min_tokens,
+      kvPrefillContextWeight: affinity.kv_events.prefill_context_weight,
     },
     probe: {
       intervalMs: health.probe_interval_seconds * 1000,

@@ -72,6 +72,7 @@ export function schedulerSettingsOf(settings: GatewaySettings, random: Random): 
     balancer: createBalancer(scheduler.balancer, random),
     policy: createPolicy(scheduler.policy, random, scheduler.engineSignalMaxAgeMs),
     kvMoveMinTokens: scheduler.kvMoveMinTokens,
+    kvPrefillContextWeight: scheduler.kvPrefillContextWeight,
   };
 }
 

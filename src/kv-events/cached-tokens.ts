@@ -63,14 +63,16 @@ function perEngine(
 }
 
 /**
- * Prompt tokens each candidate that publishes events has still to compute for what this gateway sent it (the
- * work ahead of the request there), or undefined when none of them publishes.
+ * The prefill each candidate that publishes events has still to do for what this gateway sent it (the work ahead
+ * of the request there), in tokens at no context (pending-blocks.ts, prefillWorkTokens); undefined when none of
+ * them publishes.
  */
-export function activeTokensOf(
+export function activeWorkOf(
   view: KvCacheView,
   candidateIds: Iterable<string>,
+  contextWeight: number,
 ): Map<string, number> | undefined {
-  return perEngine(candidateIds, (id) => view.activeTokens(id));
+  return perEngine(candidateIds, (id) => view.activeWork(id, contextWeight));
 }
 
 /**

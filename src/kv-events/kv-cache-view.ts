@@ -531,6 +531,11 @@ export class KvCacheView {
     return this.subscriptions.get(backendId)?.pending.remainingTokens(this.clock.nowMs());
   }
 
+  /** activeTokens in tokens at no context (pending-blocks.ts, prefillWorkTokens): the KV cost's work ahead. */
+  activeWork(backendId: string, contextWeight: number): number | undefined {
+    return this.subscriptions.get(backendId)?.pending.remainingTokens(this.clock.nowMs(), contextWeight);
+  }
+
   /**
    * The other replicas' requests in flight on the engine, from their shared sends (share()); undefined when the
    * fleet does not share its sends or the engine publishes no events. The load bound counts them beside this

@@ -267,13 +267,16 @@ export class PendingBlocks {
 
   /**
    * Prompt tokens the engine has still to compute for the live pending prompts: the prefill work ahead of a
-   * request sent there now (tokens past each prompt's computed run; its events tell how far it got).
+   * request sent there now (tokens past each prompt's computed run; its events tell how far it got). With a
+   * `contextWeight`, that work in tokens at no context (prefillWorkTokens): a token computed after a long context
+   * costs more than one after a short one.
    */
-  remainingTokens(nowMs: number): number {
+  remainingTokens(nowMs: number, contextWeight = 0): number {
     let tokens = 0;
     for (const entry of this.entries.values()) {
       if (entry.expiresAtMs <= nowMs) continue;
-      tokens += Math.max(0, entry.promptTokens - entry.storedBlocks * entry.blockSizeTokens);
+      const computed = entry.storedBlocks * entry.blockSizeTokens;
+      tokens += prefillWorkTokens(Math.max(0, entry.promptTokens - computed), computed, contextWeight);
     }
     return tokens;
   }
@@ -313,4 +316,12 @@ export function sharedRun(a: ArrayLike<number>, b: ArrayLike<number>, bFrom = 0)
     else high = mid - 1;
   }
   return low;
+}
+
+/**
+ * Prefill of `newTokens` after `contextTokens` already computed, in tokens at no context: each new token attends
+ * over the context and the new tokens before it, `contextWeight` of a token's linear work per token attended.
+ */
+export function prefillWorkTokens(newTokens: number, contextTokens: number, contextWeight: number): number {
+  return newTokens * (1 + contextWeight * (contextTokens + newTokens / 2));
 }

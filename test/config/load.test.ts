@@ -80,7 +80,7 @@ describe("the shipped configs/gateway.yaml", () => {
       sessionless: "prefix",
       policy: "hrw",
       receipts: { enabled: true, block_tokens: 16, ttl_seconds: 7200 },
-      kv_events: { move_min_tokens: 2048, replay_timeout_seconds: 5 },
+      kv_events: { move_min_tokens: 2048, prefill_context_weight: 2.7e-5, replay_timeout_seconds: 5 },
       sglang: {
         cache_threshold: 0.5,
         balance_abs_threshold: 32,
@@ -194,7 +194,7 @@ describe("defaults", () => {
       sessionless: "prefix",
       policy: "hrw",
       receipts: { enabled: true, block_tokens: 16, ttl_seconds: 7200 },
-      kv_events: { move_min_tokens: 2048, replay_timeout_seconds: 5 },
+      kv_events: { move_min_tokens: 2048, prefill_context_weight: 2.7e-5, replay_timeout_seconds: 5 },
       sglang: {
         cache_threshold: 0.5,
         balance_abs_threshold: 32,

@@ -2,7 +2,7 @@
 // request ends, the TTL passes or the bound drops them; pure, on an injected time.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { PendingBlocks, sharedRun } from "../../src/kv-events/pending-blocks.js";
+import { PendingBlocks, prefillWorkTokens, sharedRun } from "../../src/kv-events/pending-blocks.js";
 import { promptBlocksOf, type PromptBlocks } from "../../src/kv-events/prompt-blocks.js";
 
 const SIZE = 16;
@@ -82,6 +82,9 @@ describe("PendingBlocks", () => {
     held.delete(sent.keys[6]!);
     pending.progressed((key) => held.has(key), 2, new Set([sent.keys[6]!, sent.keys[5]!]));
     expect(pending.remainingTokens(2)).toBe(161 - 5 * SIZE);
+    // With a context weight, the same work counts its attention: each token after the 80 computed ones.
+    expect(pending.remainingTokens(2, 0.01)).toBeCloseTo(prefillWorkTokens(161 - 5 * SIZE, 5 * SIZE, 0.01), 9);
+    expect(pending.remainingTokens(2, 0.01)).toBeGreaterThan(161 - 5 * SIZE);
     expect(pending.sharedBlocks(sent.keys, 2)).toBe(10); // still coming: its request computes them
     // Its request computes them again: the run grows as its events come.
     for (const key of Array.from(sent.keys).slice(0, 9)) held.add(key);

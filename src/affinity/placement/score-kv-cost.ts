@@ -1,4 +1,5 @@
-// Scorer: the cheapest engine by KV events: prompt tokens it must compute (weighted) plus the prefill work ahead there.
+// Scorer: the cheapest engine by KV events: prefill it must do (weighted) plus the prefill work ahead there.
+import { prefillWorkTokens } from "../../kv-events/pending-blocks.js";
 import type { PlacementCandidate, PlacementRequest, Scorer } from "./types.js";
 
 /**
@@ -10,15 +11,22 @@ import type { PlacementCandidate, PlacementRequest, Scorer } from "./types.js";
 export const KV_PREFILL_WEIGHT = 2;
 
 /**
- * A request's cost on an engine, in prompt tokens: KV_PREFILL_WEIGHT x what it must prefill there (the prompt less
- * the prefix the engine holds) plus what the engine must prefill first for requests already sent to it, as
- * Dynamo's KV router weighs prefill blocks against active blocks. The prompt's length is the same on every engine,
- * so it is left out: active - weight x held ranks engines exactly as the cost does.
+ * A request's cost on an engine, in prompt tokens at no context: KV_PREFILL_WEIGHT x the prefill it must do there
+ * (the prompt past the prefix the engine holds) plus the prefill the engine must do first for requests already sent
+ * to it, as Dynamo's KV router weighs prefill blocks against active blocks. Both count attention
+ * (prefillWorkTokens with the request's prefillContextWeight): a token computed after 150,000 others costs about five
+ * at no context on a 7B model, so a session's 8,000-token turn queued on an engine is more work ahead than a
+ * sub-agent's 8,000 tokens (docs/kv-events.md, fourteenth round). Without the prompt's length (engines matched by
+ * session only) the held tokens alone rank, as before.
  */
 export function kvCostTokens(request: PlacementRequest, candidate: PlacementCandidate): number {
   const held = request.cachedTokens?.get(candidate.id) ?? 0;
-  const active = request.activeTokens?.get(candidate.id) ?? 0;
-  return active - KV_PREFILL_WEIGHT * held;
+  const active = request.activeWork?.get(candidate.id) ?? 0;
+  const prompt = request.promptTokens;
+  if (prompt === undefined) return active - KV_PREFILL_WEIGHT * held;
+  const context = Math.min(held, prompt);
+  const own = prefillWorkTokens(prompt - context, context, request.prefillContextWeight ?? 0);
+  return active + KV_PREFILL_WEIGHT * own;
 }
 
 /**

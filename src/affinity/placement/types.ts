@@ -47,10 +47,12 @@ export interface PlacementRequest {
   /** Tokens of the prompt each engine that publishes KV events holds (absent: no such engine, or not asked). */
   readonly cachedTokens?: ReadonlyMap<string, number> | undefined;
   /**
-   * Prompt tokens each engine that publishes KV events has still to compute for requests this gateway sent it
-   * (src/kv-events/pending-blocks.ts): the prefill work ahead of this request there.
+   * The prefill each engine that publishes KV events has still to do for requests this gateway sent it (the work
+   * ahead of this request there; src/kv-events/pending-blocks.ts), in tokens at no context (prefillWorkTokens).
    */
-  readonly activeTokens?: ReadonlyMap<string, number> | undefined;
+  readonly activeWork?: ReadonlyMap<string, number> | undefined;
+  /** affinity.kv_events.prefill_context_weight: what a token of context adds to a prompt token's prefill work. */
+  readonly prefillContextWeight?: number | undefined;
   /**
    * Prompt tokens each engine that publishes KV events can take before it must evict what it holds (its room
    * less the prefill sent there and not yet stored): what a new conversation would push out of it.

@@ -17,8 +17,10 @@ import {
   isNewConversation,
   KV_PREFILL_WEIGHT,
   kvCostScorer,
+  kvCostTokens,
   kvPlaceCostTokens,
 } from "../../../src/affinity/placement/score-kv-cost.js";
+import { prefillWorkTokens } from "../../../src/kv-events/pending-blocks.js";
 import { leastLoadScorer } from "../../../src/affinity/placement/score-least-load.js";
 import { kvCostPipeline, sessionPlacementPipeline } from "../../../src/affinity/placement/pipelines.js";
 import type { PlacementRequest, Pipeline, Scorer } from "../../../src/affinity/placement/types.js";
@@ -51,7 +53,7 @@ describe("kvCostScorer, leastLoadScorer and kvCostPipeline (placement by KV even
   const kvRequest = (held: Record<string, number>, active: Record<string, number>): PlacementRequest => ({
     ...request(),
     cachedTokens: new Map(Object.entries(held)),
-    activeTokens: new Map(Object.entries(active)),
+    activeWork: new Map(Object.entries(active)),
   });
 
   it("scores the cheapest engine (work ahead - 2 x tokens held) 1 and the dearest 0; all 1 when equal", () => {
@@ -109,12 +111,50 @@ describe("kvCostScorer, leastLoadScorer and kvCostPipeline (placement by KV even
       opensConversation: opens,
     });
     expect(isNewConversation(opening(true))).toBe(true);
-    expect(kvPlaceCostTokens(opening(true), list[0]!)).toBe(-KV_PREFILL_WEIGHT * 6_000 + 100);
+    // Cost: 2 x the 150 tokens to compute (no context weight here), plus the 100 that do not fit.
+    expect(kvPlaceCostTokens(opening(true), list[0]!)).toBe(KV_PREFILL_WEIGHT * 150 + 100);
     // Not known to open one: holding half the prompt, engine a holds the conversation, and what it evicts is not counted.
     for (const opens of [false, undefined]) {
       expect(isNewConversation(opening(opens))).toBe(false);
-      expect(kvPlaceCostTokens(opening(opens), list[0]!)).toBe(-KV_PREFILL_WEIGHT * 6_000);
+      expect(kvPlaceCostTokens(opening(opens), list[0]!)).toBe(KV_PREFILL_WEIGHT * 150);
     }
+  });
+});
+
+describe("kvCostTokens with a prefill context weight (attention counted)", () => {
+  const weight = 2.7e-5;
+  it("counts a token computed after a long context as more work, in the prompt's own prefill and in the work ahead", () => {
+    // The work of 8,000 tokens after 150,000 held: 8,000 x (1 + weight x 154,000), about 41,300 tokens at no context.
+    expect(prefillWorkTokens(8_000, 150_000, weight)).toBeCloseTo(8_000 * (1 + weight * 154_000), 6);
+    expect(prefillWorkTokens(8_000, 150_000, 0)).toBe(8_000);
+    const list = [candidate("a"), candidate("b")];
+    // A sub-agent's 20,000-token call that both engines hold 12,000 of. Queued ahead: on a, a session's turn (8,000
+    // tokens after 150,000: ~41,300 at no context); on b, two sub-agents' turns (16,000 tokens after 20,000: ~24,000).
+    const call: PlacementRequest = {
+      ...request(),
+      cachedTokens: new Map([
+        ["a", 12_000],
+        ["b", 12_000],
+      ]),
+      activeWork: new Map([
+        ["a", prefillWorkTokens(8_000, 150_000, weight)],
+        ["b", 2 * prefillWorkTokens(8_000, 20_000, weight)],
+      ]),
+      promptTokens: 20_000,
+      prefillContextWeight: weight,
+    };
+    expect(kvCostTokens(call, list[0]!)).toBeGreaterThan(kvCostTokens(call, list[1]!));
+    expect(runPipeline(kvCostPipeline, call, stateOf(KEY, list), list)?.id).toBe("b");
+    // Counted in tokens alone (weight 0), a's 8,000 look like less than b's 16,000.
+    const byTokens: PlacementRequest = {
+      ...call,
+      activeWork: new Map([
+        ["a", 8_000],
+        ["b", 16_000],
+      ]),
+      prefillContextWeight: 0,
+    };
+    expect(runPipeline(kvCostPipeline, byTokens, stateOf(KEY, list), list)?.id).toBe("a");
   });
 });
 
