@@ -18,11 +18,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { request } from "undici";
-import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { percentile } from "../../src/study/stats.js";
 import { gatewayConfig, type Placement } from "../../src/study/studies/kvevents.js";
 import { machine } from "../affinity/common.js";
+import { loopbackKvEvents } from "./common.js";
 import { freePort, waitHealthy } from "../common.js";
 
 const { values: args } = parseArgs({
@@ -118,20 +118,13 @@ async function session(arm: Arm, id: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const events = parseKvEventsConfig(
-    JSON.stringify({
-      enable_kv_cache_events: true,
-      endpoint: "tcp://127.0.0.1:0",
-      replay_endpoint: "tcp://127.0.0.1:0",
-      topic: "kv-events",
-    }),
-  );
+  const events = loopbackKvEvents();
   const dir = await mkdtemp(join(tmpdir(), "long-prompt-cost-"));
   const engine = await startSimEngine({
     profile: "instant",
     model: MODEL,
     maxModelLen: 262_144,
-    kvEvents: { config: events! },
+    kvEvents: { config: events },
   });
   const arms: Arm[] = [];
   try {

@@ -9,13 +9,13 @@
 // call at a time is --burst-size 1. The first burst of each arm is a warm-up and is not counted.
 import { parseArgs } from "node:util";
 import { request } from "undici";
-import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { findRedisServer, startRedisServer } from "../../src/store/redis-server.js";
 import { GatewayFleet } from "../../src/study/gateway-fleet.js";
 import { percentile } from "../../src/study/stats.js";
 import { gatewayConfig } from "../../src/study/studies/kvevents.js";
 import { machine } from "../affinity/common.js";
+import { loopbackKvEvents } from "./common.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -88,18 +88,11 @@ async function main(): Promise<void> {
   const redisPath = findRedisServer();
   if (redisPath === undefined) throw new Error("redis-server is not on PATH");
   const redis = await startRedisServer(redisPath);
-  const events = parseKvEventsConfig(
-    JSON.stringify({
-      enable_kv_cache_events: true,
-      endpoint: "tcp://127.0.0.1:0",
-      replay_endpoint: "tcp://127.0.0.1:0",
-      topic: "kv-events",
-    }),
-  );
+  const events = loopbackKvEvents();
   const engines: SimEngineHandle[] = [];
   try {
     for (let i = 0; i < 2; i++)
-      engines.push(await startSimEngine({ profile: "instant", model: MODEL, kvEvents: { config: events! } }));
+      engines.push(await startSimEngine({ profile: "instant", model: MODEL, kvEvents: { config: events } }));
     console.log(machine());
     console.log(
       `${BURSTS} bursts of ${BURST_SIZE} new sessions over ${REPLICAS} replicas, first byte in wall ms:`,

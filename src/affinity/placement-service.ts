@@ -212,7 +212,8 @@ export class PlacementService {
       binding: bound,
       nowMs,
       cachedTokens,
-      activeWork: kvKnown && activeWorkOf(kvKnown, candidateIds(candidates), settings.kvPrefillContextWeight ?? 0),
+      activeWork:
+        kvKnown && activeWorkOf(kvKnown, candidateIds(candidates), settings.kvPrefillContextWeight ?? 0),
       roomTokens: kvKnown && roomTokensOf(kvKnown, candidateIds(candidates)),
       promptTokens: prompt?.promptTokens,
       opensConversation: prompt?.opensConversation,

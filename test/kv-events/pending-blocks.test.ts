@@ -83,7 +83,10 @@ describe("PendingBlocks", () => {
     pending.progressed((key) => held.has(key), 2, new Set([sent.keys[6]!, sent.keys[5]!]));
     expect(pending.remainingTokens(2)).toBe(161 - 5 * SIZE);
     // With a context weight, the same work counts its attention: each token after the 80 computed ones.
-    expect(pending.remainingTokens(2, 0.01)).toBeCloseTo(prefillWorkTokens(161 - 5 * SIZE, 5 * SIZE, 0.01), 9);
+    expect(pending.remainingTokens(2, 0.01)).toBeCloseTo(
+      prefillWorkTokens(161 - 5 * SIZE, 5 * SIZE, 0.01),
+      9,
+    );
     expect(pending.remainingTokens(2, 0.01)).toBeGreaterThan(161 - 5 * SIZE);
     expect(pending.sharedBlocks(sent.keys, 2)).toBe(10); // still coming: its request computes them
     // Its request computes them again: the run grows as its events come.
