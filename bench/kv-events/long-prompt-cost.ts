@@ -22,7 +22,7 @@ import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
 import { percentile } from "../../src/study/stats.js";
 import { gatewayConfig, type Placement } from "../../src/study/studies/kvevents.js";
 import { machine } from "../affinity/common.js";
-import { loopbackKvEvents } from "./common.js";
+import { loopbackKvEvents } from "../../test/kv-events/loopback-kv-events.js";
 import { freePort, waitHealthy } from "../common.js";
 
 const { values: args } = parseArgs({

@@ -15,7 +15,7 @@ import { GatewayFleet } from "../../src/study/gateway-fleet.js";
 import { percentile } from "../../src/study/stats.js";
 import { gatewayConfig } from "../../src/study/studies/kvevents.js";
 import { machine } from "../affinity/common.js";
-import { loopbackKvEvents } from "./common.js";
+import { loopbackKvEvents } from "../../test/kv-events/loopback-kv-events.js";
 
 const { values: args } = parseArgs({
   options: {

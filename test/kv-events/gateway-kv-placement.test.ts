@@ -7,7 +7,7 @@ import { Gateway } from "../../src/gateway/gateway.js";
 import { promptBlocksOf, simulatedPromptTokens } from "../../src/kv-events/prompt-blocks.js";
 import { metricValue, scrapeMetrics } from "../../src/metrics/prometheus-text.js";
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
-import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
+import { loopbackKvEvents } from "./loopback-kv-events.js";
 
 const MODEL = "sim-kv";
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -16,19 +16,12 @@ afterEach(async () => {
 });
 
 async function engine(): Promise<SimEngineHandle> {
-  const config = parseKvEventsConfig(
-    JSON.stringify({
-      enable_kv_cache_events: true,
-      endpoint: "tcp://127.0.0.1:0",
-      replay_endpoint: "tcp://127.0.0.1:0",
-      topic: "kv-events",
-    }),
-  );
+  const config = loopbackKvEvents();
   const handle = await startSimEngine({
     profile: "instant",
     model: MODEL,
     kvCapacityBlocks: 4096,
-    kvEvents: { config: config! },
+    kvEvents: { config },
   });
   cleanups.push(() => handle.close());
   return handle;

@@ -13,7 +13,7 @@ import {
   type KvEventEncoding,
 } from "../../src/kv-events/wire.js";
 import { startSimEngine, type SimEngineHandle } from "../../src/sim/index.js";
-import { parseKvEventsConfig } from "../../src/sim/kv-events-config.js";
+import { loopbackKvEvents } from "./loopback-kv-events.js";
 import { Encoder } from "@msgpack/msgpack";
 import { createBalancer } from "../../src/affinity/balancers.js";
 import type { BindingStore } from "../../src/affinity/binding-store.js";
@@ -440,15 +440,7 @@ describe("KvCacheView with a hand-driven publisher", () => {
 
 describe("KvCacheView with a simulated engine", () => {
   async function simEngine(): Promise<SimEngineHandle> {
-    const config = parseKvEventsConfig(
-      JSON.stringify({
-        enable_kv_cache_events: true,
-        endpoint: "tcp://127.0.0.1:0",
-        replay_endpoint: "tcp://127.0.0.1:0",
-        topic: "kv-events",
-      }),
-    );
-    if (config === undefined) throw new Error("events should be on");
+    const config = loopbackKvEvents();
     const engine = await startSimEngine({ profile: "instant", kvCapacityBlocks: 4096, kvEvents: { config } });
     cleanups.push(() => engine.close());
     return engine;

@@ -1,4 +1,4 @@
-// What the kv-events benches share: a simulated engine's KV-event config on loopback, OS-assigned ports.
+// A simulated engine's KV-event config on loopback, OS-assigned ports: what the kv-events tests and benches start.
 import { parseKvEventsConfig, type KvEventsConfig } from "../../src/sim/kv-events-config.js";
 
 /** vLLM's --kv-events-config for a simulated engine publishing on loopback, its replay socket beside it. */
