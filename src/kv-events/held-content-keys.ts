@@ -22,7 +22,7 @@ export class HeldContentKeys {
   private head = NONE;
   /** Most recently used. */
   private tail = NONE;
-  /** Slots freed by delete(), reused before the arrays grow; chained through `next`. */
+  /** Slots freed by release(), reused before the arrays grow; chained through `next`. */
   private free = NONE;
   private used = 0;
 
